@@ -1,0 +1,1 @@
+"""Channel adapters: wire params -> service call -> wire result, one module per area."""

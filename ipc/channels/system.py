@@ -1,0 +1,73 @@
+"""system:* and rpc.* methods: who the server is and what it speaks."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import RootModel
+
+from ipc.context import CallContext
+from ipc.models import Ack, NoParams, WireModel
+from ipc.openrpc import openrpc_document
+from ipc.registry import Registry
+from ipc.session import CANCEL_METHOD, CancelParams
+
+
+class TokenizerDescription(WireModel):
+    encoding: str
+    source: str
+    exact: bool
+
+
+class Limits(WireModel):
+    max_frame_bytes: int
+    max_in_flight: int
+    max_batch: int
+    max_connections: int
+
+
+class SystemInfo(WireModel):
+    name: str
+    version: str
+    pid: int
+    debug: bool
+    tokenizer: TokenizerDescription
+    limits: Limits
+    connections: int
+
+
+class OpenRpcDocument(RootModel[dict[str, Any]]):
+    """An OpenRPC 1.x service description."""
+
+
+def register_system(
+    registry: Registry,
+    *,
+    name: str,
+    version: str,
+    tokenizer: TokenizerDescription,
+    limits: Limits,
+    connections: Callable[[], int],
+) -> None:
+    """Add system:info, rpc.discover and $/cancelRequest to ``registry``."""
+    discovered: list[OpenRpcDocument] = []
+
+    @registry.method("system:info", params=NoParams, result=SystemInfo,
+                     summary="Name, version, tokenizer, limits and mode of this server.")
+    async def system_info(params: NoParams, ctx: CallContext) -> SystemInfo:
+        return SystemInfo(name=name, version=version, pid=os.getpid(), debug=ctx.debug,
+                          tokenizer=tokenizer, limits=limits, connections=connections())
+
+    @registry.method("rpc.discover", params=NoParams, result=OpenRpcDocument,
+                     summary="The OpenRPC document of every method this server serves.")
+    async def discover(params: NoParams, ctx: CallContext) -> OpenRpcDocument:
+        if not discovered:  # the registry is complete once the server serves
+            discovered.append(OpenRpcDocument(openrpc_document(registry, title=name, version=version)))
+        return discovered[0]
+
+    @registry.method(CANCEL_METHOD, params=CancelParams, result=Ack, notification=True,
+                     summary="Cancel an in-flight request of this connection (notification).")
+    async def cancel(params: CancelParams, ctx: CallContext) -> Ack:
+        return Ack(ok=ctx.peer.cancel(params.id))

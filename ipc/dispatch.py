@@ -1,0 +1,110 @@
+"""Run one validated call against the registry and produce its reply text.
+
+Parameter binding and validation use the method's pydantic model; every
+failure becomes a wire error. An unexpected exception is logged with a fresh
+error id (exception type and code locations only, never its message, which
+may hold the writer's text) and answered as ``INTERNAL`` with that id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+import uuid
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from ipc.context import CallContext
+from ipc.errors import InternalError, InvalidParams, MethodNotFound, RpcError
+from ipc.protocol import Call, error_reply, success_reply
+from ipc.registry import Method, Registry
+
+_MAX_LOC_PART = 64
+_MAX_REPORTED_ERRORS = 20
+
+
+def bind_params(method: Method, params: dict[str, Any] | list[Any] | None) -> BaseModel:
+    """Validate by-name or by-position params into the method's model."""
+    if params is None:
+        params = {}
+    elif isinstance(params, list):
+        names = method.param_names
+        if len(params) > len(names):
+            raise InvalidParams(
+                "Invalid params: too many positional params", expected=len(names), got=len(params)
+            )
+        params = dict(zip(names, params, strict=False))
+    try:
+        return method.params.model_validate(params)
+    except ValidationError as exc:
+        raise InvalidParams(errors=describe_validation(exc)) from None
+
+
+def describe_validation(exc: ValidationError) -> list[dict[str, Any]]:
+    """Location, type and message of each problem; never the offending input."""
+    return [
+        {
+            "loc": [str(part)[:_MAX_LOC_PART] for part in err["loc"]],
+            "type": err["type"],
+            "msg": err["msg"],
+        }
+        for err in exc.errors(include_url=False, include_input=False, include_context=False)[
+            :_MAX_REPORTED_ERRORS
+        ]
+    ]
+
+
+def code_locations(exc: BaseException) -> list[str]:
+    """Where an exception came from, as ``module:function:line`` strings."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return [f"{f.filename.rsplit('/', 1)[-1]}:{f.name}:{f.lineno}" for f in frames[-8:]]
+
+
+class Dispatcher:
+    """Maps calls to handlers; knows nothing of sockets."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._log = structlog.get_logger("ipc.dispatch")
+
+    async def dispatch(self, call: Call, ctx: CallContext) -> str | None:
+        """Run ``call``; return its reply text, or None for a notification."""
+        started = time.perf_counter()
+        try:
+            reply = await self._run(call, ctx)
+        except RpcError as err:
+            reply = error_reply(call.id, err)
+            self._log.debug("rpc.error", method=call.method, code=err.data_code)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            reply = error_reply(call.id, self._internal(call, exc))
+        self._log.debug(
+            "rpc.call",
+            method=call.method,
+            ms=round((time.perf_counter() - started) * 1000, 3),
+            reply_bytes=len(reply),
+        )
+        return None if call.is_notification else reply
+
+    async def _run(self, call: Call, ctx: CallContext) -> str:
+        method = self.registry.get(call.method)
+        if method is None:
+            raise MethodNotFound()
+        params = bind_params(method, call.params)
+        result = await method.handler(params, ctx)
+        return success_reply(call.id, result.model_dump(mode="json", by_alias=True))
+
+    def _internal(self, call: Call, exc: Exception) -> InternalError:
+        error_id = uuid.uuid4().hex[:16]
+        self._log.error(
+            "rpc.internal_error",
+            error_id=error_id,
+            method=call.method,
+            exc_type=type(exc).__name__,
+            where=code_locations(exc),
+        )
+        return InternalError(errorId=error_id)

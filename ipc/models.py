@@ -1,0 +1,25 @@
+"""Base of every wire model: camelCase on the wire, unknown fields refused."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+
+class NoParams(WireModel):
+    """A method that takes no parameters (``params`` absent, ``{}`` or ``[]``)."""
+
+
+class Ack(WireModel):
+    """Result of a call whose only news is that it succeeded."""
+
+    ok: bool = True

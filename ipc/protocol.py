@@ -1,0 +1,124 @@
+"""JSON-RPC 2.0 framing and validation on strings and objects; no I/O.
+
+A text frame holds one message: a request object or a batch array. This
+module turns a frame into validated :class:`Call` objects or ready-made
+error replies, and turns replies back into text. It is strict where the
+specification is: standard JSON only (no ``NaN``/``Infinity``), ``jsonrpc``
+must be exactly ``"2.0"``, ids are strings, numbers or null (never booleans),
+and an invalid entry of a batch gets its own error without spoiling the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ipc.errors import BatchTooLarge, InvalidRequest, ParseError, RpcError
+
+JSONRPC = "2.0"
+
+# Marks the absence of "id" (a notification), distinct from "id": null.
+NO_ID: Any = type("NoId", (), {"__repr__": lambda self: "NO_ID"})()
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One valid request or notification."""
+
+    method: str
+    params: dict[str, Any] | list[Any] | None
+    id: Any = NO_ID
+
+    @property
+    def is_notification(self) -> bool:
+        return self.id is NO_ID
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A parsed frame: its entries, each a Call or an error reply text."""
+
+    entries: tuple[Call | str, ...]
+    is_batch: bool
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def loads_strict(text: str) -> Any:
+    """Parse standard JSON; anything else raises :class:`ParseError`."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise ParseError() from exc
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON text; lone surrogates fall back to ASCII escapes."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate cannot be sent as UTF-8; \\uXXXX escapes can.
+        text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    return text
+
+
+def error_reply(id_: Any, error: RpcError) -> str:
+    return dumps({"jsonrpc": JSONRPC, "error": error.to_error(), "id": _reply_id(id_)})
+
+
+def success_reply(id_: Any, result: Any) -> str:
+    """May raise ValueError/TypeError if ``result`` is not JSON-serializable."""
+    return dumps({"jsonrpc": JSONRPC, "result": result, "id": id_})
+
+
+def batch_reply(parts: list[str]) -> str | None:
+    """Join the replies of a batch; a batch of notifications gets no reply."""
+    return "[" + ",".join(parts) + "]" if parts else None
+
+
+def _valid_id(value: Any) -> bool:
+    if value is None or isinstance(value, str):
+        return True
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _reply_id(id_: Any) -> Any:
+    return id_ if id_ is not NO_ID and _valid_id(id_) else None
+
+
+def validate_entry(obj: Any) -> Call | str:
+    """Validate one request object: a :class:`Call`, or an error reply text."""
+    if not isinstance(obj, dict):
+        return error_reply(None, InvalidRequest("Invalid Request: expected an object"))
+    id_ = obj.get("id", NO_ID)
+    if id_ is not NO_ID and not _valid_id(id_):
+        return error_reply(None, InvalidRequest("Invalid Request: id must be a string, number or null"))
+    if obj.get("jsonrpc") != JSONRPC:
+        return error_reply(id_, InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"'))
+    method = obj.get("method")
+    if not isinstance(method, str):
+        return error_reply(id_, InvalidRequest('Invalid Request: "method" must be a string'))
+    params = obj.get("params")
+    if "params" in obj and not isinstance(params, dict | list):
+        return error_reply(id_, InvalidRequest('Invalid Request: "params" must be an object or array'))
+    return Call(method=method, params=params, id=id_)
+
+
+def parse_frame(text: str, max_batch: int) -> Frame:
+    """Split a frame into validated entries. Never raises."""
+    try:
+        message = loads_strict(text)
+    except ParseError as err:
+        return Frame(entries=(error_reply(None, err),), is_batch=False)
+    if not isinstance(message, list):
+        return Frame(entries=(validate_entry(message),), is_batch=False)
+    if not message:
+        return Frame(entries=(error_reply(None, InvalidRequest("Invalid Request: empty batch")),), is_batch=False)
+    if len(message) > max_batch:
+        err = BatchTooLarge(limit=max_batch, size=len(message))
+        return Frame(entries=(error_reply(None, err),), is_batch=False)
+    return Frame(entries=tuple(validate_entry(item) for item in message), is_batch=True)

@@ -1,0 +1,214 @@
+"""One connection's protocol state: concurrency, bounds, cancellation.
+
+A :class:`Session` consumes frame texts and produces reply texts through an
+injected ``send`` coroutine, so it runs the same over a websocket and in a
+test with a list for a socket. Requests run concurrently as tasks; replies
+go out as each finishes. Every entry counts against ``max_in_flight`` until
+its reply is handed to the transport, so a client that stops reading ends up
+with its own requests refused rather than the server buffering for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+
+from ipc.context import CallContext, Peer, Role
+from ipc.dispatch import Dispatcher
+from ipc.errors import RequestCancelled, RpcError, ShuttingDown, TooManyRequests
+from ipc.models import WireModel
+from ipc.protocol import Call, batch_reply, dumps, error_reply, parse_frame
+
+CANCEL_METHOD = "$/cancelRequest"
+
+Send = Callable[[str], Awaitable[None]]
+
+
+class CancelParams(WireModel):
+    """Params of ``$/cancelRequest``: the id of the request to cancel."""
+
+    id: int | str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLimits:
+    max_in_flight: int = 64
+    max_batch: int = 64
+
+
+def _id_key(request_id: Any) -> Hashable:
+    return (isinstance(request_id, str), request_id)
+
+
+def _always_free() -> bool:
+    return False
+
+
+class Session:
+    """The JSON-RPC state of one connection."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        send: Send,
+        *,
+        connection_id: str,
+        role: Role = Role.CLIENT,
+        debug: bool = False,
+        limits: SessionLimits | None = None,
+        congested: Callable[[], bool] = _always_free,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._send = send
+        self._limits = limits or SessionLimits()
+        self._congested = congested
+        self._debug = debug
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._by_id: dict[Hashable, set[asyncio.Task[str | None]]] = {}
+        self._client_cancelled: set[asyncio.Task[str | None]] = set()
+        self._in_flight = 0
+        self._draining = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.dropped_notifications = 0
+        self.peer = Peer(connection_id=connection_id, role=role, notify=self.notify, cancel=self.cancel)
+        self._log = structlog.get_logger("ipc.session").bind(conn=connection_id)
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    async def receive(self, text: str) -> None:
+        """Take one frame; schedule its calls and send any immediate errors."""
+        frame = parse_frame(text, self._limits.max_batch)
+        entries = list(frame.entries)
+        if not frame.is_batch and isinstance(entries[0], Call) and self._try_cancel(entries[0]):
+            return
+        calls = [e for e in entries if isinstance(e, Call)]
+        refusal = self._refusal(len(calls))
+        if refusal is not None:
+            replies = [e if isinstance(e, str) else error_reply(e.id, refusal) for e in entries
+                       if isinstance(e, str) or not e.is_notification]
+            self._log.info("rpc.refused", code=refusal.data_code, entries=len(calls))
+            await self._emit([batch_reply(replies)] if frame.is_batch else replies)
+            return
+        if not calls:
+            await self._emit([batch_reply(list(map(str, entries)))] if frame.is_batch else entries)
+            return
+        self._acquire(len(calls))
+        self._spawn(self._run_frame(entries, frame.is_batch, len(calls)))
+
+    def _refusal(self, count: int) -> RpcError | None:
+        if count == 0:
+            return None
+        if self._draining:
+            return ShuttingDown()
+        if self._in_flight + count > self._limits.max_in_flight:
+            return TooManyRequests(limit=self._limits.max_in_flight, inFlight=self._in_flight)
+        return None
+
+    def _try_cancel(self, call: Call) -> bool:
+        """Handle a lone ``$/cancelRequest`` at once, ahead of any limit."""
+        if call.method != CANCEL_METHOD or not call.is_notification:
+            return False
+        with contextlib.suppress(ValidationError, TypeError):
+            params = call.params
+            if isinstance(params, list):
+                params = {"id": params[0]} if params else {}
+            self.cancel(CancelParams.model_validate(params).id)
+        return True
+
+    def cancel(self, request_id: Any) -> bool:
+        """Cancel every in-flight request with this id; False if none."""
+        tasks = self._by_id.get(_id_key(request_id), set())
+        for task in tasks:
+            self._client_cancelled.add(task)
+            task.cancel()
+        return bool(tasks)
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send a server-to-client notification, dropped if the client lags."""
+        if self._congested():
+            self.dropped_notifications += 1
+            self._log.info("rpc.notification_dropped", method=method, dropped=self.dropped_notifications)
+            return
+        await self._send(dumps({"jsonrpc": "2.0", "method": method, "params": params}))
+
+    async def _run_frame(self, entries: list[Call | str], is_batch: bool, count: int) -> None:
+        try:
+            tasks = [self._start(e) if isinstance(e, Call) else e for e in entries]
+            replies = [await t if isinstance(t, asyncio.Task) else t for t in tasks]
+            parts = [r for r in replies if r is not None]
+            await self._emit([batch_reply(parts)] if is_batch else parts)
+        finally:
+            self._release(count)
+
+    def _start(self, call: Call) -> asyncio.Task[str | None]:
+        ctx = CallContext(peer=self.peer, request_id=None if call.is_notification else call.id,
+                          debug=self._debug)
+        task = asyncio.get_running_loop().create_task(self._call(call, ctx))
+        if not call.is_notification:
+            key = _id_key(call.id)
+            self._by_id.setdefault(key, set()).add(task)
+            task.add_done_callback(lambda t: self._forget(key, t))
+        return task
+
+    async def _call(self, call: Call, ctx: CallContext) -> str | None:
+        try:
+            return await self._dispatcher.dispatch(call, ctx)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is None or task not in self._client_cancelled:
+                raise
+            task.uncancel()
+            return None if call.is_notification else error_reply(call.id, RequestCancelled())
+
+    def _forget(self, key: Hashable, task: asyncio.Task[str | None]) -> None:
+        self._client_cancelled.discard(task)
+        bucket = self._by_id.get(key)
+        if bucket is not None:
+            bucket.discard(task)
+            if not bucket:
+                del self._by_id[key]
+
+    async def _emit(self, replies: list[str | None] | list[Call | str]) -> None:
+        for reply in replies:
+            if isinstance(reply, str):
+                await self._send(reply)
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _acquire(self, count: int) -> None:
+        self._in_flight += count
+        self._idle.clear()
+
+    def _release(self, count: int) -> None:
+        self._in_flight -= count
+        if self._in_flight == 0:
+            self._idle.set()
+
+    async def drain(self, timeout: float) -> bool:
+        """Refuse new calls and wait for running ones; True if all finished."""
+        self._draining = True
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def close(self) -> None:
+        """Cancel whatever still runs and wait for it to unwind."""
+        self._draining = True
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,1 @@
+"""Strata's main process: the composition root, CLI and lifecycle."""

@@ -1,0 +1,3 @@
+from main.cli import run
+
+raise SystemExit(run())

@@ -1,0 +1,122 @@
+"""The composition root: builds every service and wires it into the server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from ipc.auth import origin_patterns
+from ipc.channels.system import Limits, TokenizerDescription, register_system
+from ipc.dispatch import Dispatcher
+from ipc.registry import Registry
+from ipc.server import TransportLimits, WebSocketServer
+from ipc.session import SessionLimits
+from main.config import Config
+from main.lifecycle import StopSignal
+from main.version import NAME, VERSION
+from services.retrieval.vectors import close_vector_store, open_vector_store
+from services.store import Database, open_database
+from services.tokenizer import Tokenizer, resolve_tokenizer
+
+_log = structlog.get_logger("main")
+
+Announce = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class Services:
+    """Everything with a lifetime longer than one call."""
+
+    database: Database
+    vectors: Any
+    tokenizer: Tokenizer
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        for close in reversed(self.closers):
+            close()
+
+
+def open_services(config: Config) -> Services:
+    """Open the stores and the tokenizer (blocking; run off the event loop)."""
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    database = open_database(config.resolved_database_url)
+    try:
+        vectors = open_vector_store(path=config.chroma_path, url=config.chroma_url)
+    except Exception:
+        database.close()
+        raise
+    services = Services(database=database, vectors=vectors,
+                        tokenizer=resolve_tokenizer(config.tokenizer_encoding))
+    services.closers += [database.close, lambda: close_vector_store(vectors)]
+    return services
+
+
+def transport_limits(config: Config) -> TransportLimits:
+    return TransportLimits(
+        max_frame_bytes=config.max_frame_bytes,
+        max_connections=config.max_connections,
+        ping_interval=config.ping_interval,
+        ping_timeout=config.ping_timeout,
+        session=SessionLimits(max_in_flight=config.max_in_flight, max_batch=config.max_batch),
+    )
+
+
+def build_registry(config: Config, services: Services, connections: Callable[[], int]) -> Registry:
+    """Every channel adapter, registered against its services."""
+    registry = Registry()
+    info = services.tokenizer.info
+    register_system(
+        registry,
+        name=NAME,
+        version=VERSION,
+        tokenizer=TokenizerDescription(encoding=info.encoding, source=info.source, exact=info.exact),
+        limits=Limits(max_frame_bytes=config.max_frame_bytes, max_in_flight=config.max_in_flight,
+                      max_batch=config.max_batch, max_connections=config.max_connections),
+        connections=connections,
+    )
+    return registry
+
+
+def ready_message(config: Config, port: int) -> dict[str, Any]:
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    message: dict[str, Any] = {"event": "ready", "url": f"ws://{host}:{port}/",
+                               "token": config.token, "pid": os.getpid(), "version": VERSION}
+    if config.debug:
+        message["inspectorToken"] = config.inspector_token
+    return message
+
+
+async def serve(config: Config, announce: Announce) -> None:
+    """Run until a stop signal; close everything in order on the way out."""
+    stop = StopSignal()
+    await stop.install(config.watch_stdin)
+    services = await asyncio.to_thread(open_services, config)
+    try:
+        holder: list[WebSocketServer] = []
+        registry = build_registry(config, services, lambda: holder[0].connection_count)
+        server = WebSocketServer(
+            Dispatcher(registry),
+            token=config.token,
+            inspector_token=config.inspector_token,
+            origin_patterns=origin_patterns(config.allowed_origins, config.allow_file_origins),
+            limits=transport_limits(config),
+            debug=config.debug,
+        )
+        holder.append(server)
+        port = await server.start(config.host, config.port)
+        _log.info("main.ready", port=port, debug=config.debug, methods=len(registry),
+                  tokenizer=services.tokenizer.info.source)
+        announce(ready_message(config, port))
+        reason = await stop.wait()
+        _log.info("main.stopping", reason=reason)
+        await server.shutdown(config.shutdown_grace)
+    finally:
+        stop.uninstall()
+        services.close()
+    _log.info("main.stopped")

@@ -1,0 +1,95 @@
+"""``strata serve`` / ``python -m main serve``: parse flags, run, exit."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import structlog
+from pydantic import ValidationError
+
+from main.app import serve
+from main.config import Config
+from main.logs import configure_logging, shutdown_logging
+from main.version import VERSION
+
+# Flags map onto Config fields; unset flags leave STRATA_* variables and defaults in force.
+_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--data-dir", {"help": "folder for the SQLite file, the Chroma folder and logs"}),
+    ("--host", {"help": "interface to bind (default 127.0.0.1)"}),
+    ("--port", {"type": int, "help": "port to bind; 0 picks a free one (default)"}),
+    ("--token", {"help": "client token (default: a fresh random token each start)"}),
+    ("--inspector-token", {"help": "inspector token in debug mode (default: random)"}),
+    ("--database-url", {"help": "any SQLAlchemy URL (default: SQLite in the data dir)"}),
+    ("--chroma-url", {"help": "a Chroma server URL (default: a local folder in the data dir)"}),
+    ("--log-level", {"choices": ["debug", "info", "warning", "error"]}),
+    ("--allowed-origin", {"dest": "allowed_origins", "action": "append",
+                          "help": "an extra exact Origin to accept (repeatable)"}),
+    ("--watch-stdin", {"choices": ["auto", "on", "off"],
+                       "help": "exit when stdin reaches EOF (auto: when stdin is a pipe)"}),
+    ("--tokenizer-encoding", {"help": "tiktoken encoding name (default cl100k_base)"}),
+    ("--max-frame-bytes", {"type": int}),
+    ("--max-in-flight", {"type": int}),
+    ("--max-connections", {"type": int}),
+    ("--shutdown-grace", {"type": float, "help": "seconds running calls get at shutdown"}),
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="strata", description="Strata's main process.")
+    root.add_argument("--version", action="version", version=VERSION)
+    commands = root.add_subparsers(dest="command", required=True)
+    serve_cmd = commands.add_parser("serve", help="start the JSON-RPC websocket server")
+    for flag, options in _FLAGS:
+        serve_cmd.add_argument(flag, default=None, **options)
+    serve_cmd.add_argument("--debug", action="store_true", default=None,
+                           help="enable context:inspect for the inspector token")
+    serve_cmd.add_argument("--allow-file-origins", action="store_true", default=None,
+                           help="also accept the file:// and null origins")
+    return root
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    given = {k: v for k, v in vars(args).items() if k != "command" and v is not None}
+    return Config(**given)
+
+
+def _announcer(stream: TextIO) -> Any:
+    def announce(message: dict[str, Any]) -> None:
+        stream.write(json.dumps(message) + "\n")
+        stream.flush()
+
+    return announce
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        config = config_from_args(args)
+    except ValidationError as exc:
+        for err in exc.errors(include_input=False, include_url=False):
+            field = ".".join(str(p) for p in err["loc"])
+            print(f"strata: invalid setting {field}: {err['msg']}", file=sys.stderr)
+        return 2
+    # stdout carries exactly one line, the ready message: keep a private handle
+    # to it and send anything else a library might print there to stderr.
+    ready_stream = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    configure_logging(config.log_level, config.log_path)
+    try:
+        asyncio.run(serve(config, _announcer(ready_stream)))
+    except OSError as exc:
+        structlog.get_logger("main").error("main.failed", exc_type=type(exc).__name__,
+                                           errno=exc.errno)
+        print(f"strata: cannot start: {exc.strerror or type(exc).__name__}", file=sys.stderr)
+        return 1
+    finally:
+        shutdown_logging()
+        ready_stream.close()
+    return 0

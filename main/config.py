@@ -1,0 +1,76 @@
+"""Settings of one server run: defaults, then STRATA_* variables, then CLI flags."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class StdinWatch(StrEnum):
+    AUTO = "auto"  # watch when stdin is a pipe or socket, i.e. a parent spawned us
+    ON = "on"
+    OFF = "off"
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "strata"
+
+
+class Config(BaseSettings):
+    """Everything a run needs to know; immutable once built."""
+
+    model_config = SettingsConfigDict(env_prefix="STRATA_", frozen=True, extra="forbid")
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    host: str = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)
+    debug: bool = False
+    token: str = Field(default_factory=lambda: secrets.token_urlsafe(32), min_length=16)
+    inspector_token: str = Field(default_factory=lambda: secrets.token_urlsafe(32), min_length=16)
+    database_url: str | None = None
+    chroma_url: str | None = None
+    log_level: str = "info"
+    allowed_origins: Annotated[tuple[str, ...], NoDecode] = ()
+    allow_file_origins: bool = False
+    watch_stdin: StdinWatch = StdinWatch.AUTO
+    tokenizer_encoding: str = "cl100k_base"
+    max_frame_bytes: int = Field(default=8 * 2**20, ge=1024)
+    max_in_flight: int = Field(default=64, ge=1)
+    max_batch: int = Field(default=64, ge=1)
+    max_connections: int = Field(default=128, ge=1)
+    ping_interval: float = Field(default=20.0, gt=0)
+    ping_timeout: float = Field(default=20.0, gt=0)
+    shutdown_grace: float = Field(default=5.0, ge=0)
+
+    @field_validator("allowed_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        if value.lower() not in {"debug", "info", "warning", "error"}:
+            raise ValueError("log level must be debug, info, warning or error")
+        return value.lower()
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'strata.db'}"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.data_dir / "chroma"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "logs" / "strata.log"

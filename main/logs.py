@@ -1,0 +1,47 @@
+"""structlog set up for JSON lines on stderr and in a rotating file."""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import sys
+from pathlib import Path
+
+import structlog
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+           "error": logging.ERROR}
+
+
+def configure_logging(level: str, log_file: Path | None) -> None:
+    """Route structlog (and stdlib logging) to stderr and ``log_file`` as JSON lines."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.handlers.RotatingFileHandler(
+            log_file, maxBytes=5 * 2**20, backupCount=3, encoding="utf-8"))
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+        old.close()
+    for handler in handlers:
+        root.addHandler(handler)
+    numeric = _LEVELS[level]
+    root.setLevel(numeric)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(ensure_ascii=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        cache_logger_on_first_use=True,
+    )
+
+
+def shutdown_logging() -> None:
+    logging.shutdown()

@@ -1,0 +1,1 @@
+"""Strata's domain services, importable and testable without any socket."""

@@ -1,0 +1,1 @@
+"""The vector side of retrieval: the Chroma client Strata indexes into."""

@@ -1,0 +1,95 @@
+"""The SQL database: SQLite in WAL mode by default, any SQLAlchemy URL allowed.
+
+The schema is versioned in the ``strata_meta`` table; :data:`MIGRATIONS` maps
+each version to the step that brings the previous one up to it, and opening a
+database runs every step it has not seen yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from sqlalchemy import Engine, event
+from sqlalchemy.engine import make_url
+from sqlmodel import Field, Session, SQLModel, create_engine, select
+
+_log = structlog.get_logger("store")
+
+
+class StrataMeta(SQLModel, table=True):
+    """Key/value facts about the database itself, such as its schema version."""
+
+    __tablename__ = "strata_meta"
+    key: str = Field(primary_key=True, max_length=64)
+    value: str = Field(max_length=256)
+
+
+def _create_tables(engine: Engine) -> None:
+    SQLModel.metadata.create_all(engine)
+
+
+# version -> migration step; tables added by later versions are created by
+# create_all, so a step holds only what create_all cannot do (e.g. ALTER).
+MIGRATIONS: dict[int, Callable[[Engine], None]] = {1: _create_tables}
+SCHEMA_VERSION = max(MIGRATIONS)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    # WAL keeps every committed write across a crash of the process and lets
+    # readers run while one writer commits.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
+@dataclass
+class Database:
+    engine: Engine
+    schema_version: int
+
+    def session(self) -> Session:
+        return Session(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+        _log.info("store.closed")
+
+
+def _schema_version(engine: Engine) -> int:
+    StrataMeta.__table__.create(engine, checkfirst=True)  # type: ignore[attr-defined]
+    with Session(engine) as session:
+        row = session.exec(select(StrataMeta).where(StrataMeta.key == "schema_version")).first()
+    return int(row.value) if row else 0
+
+
+def migrate(engine: Engine) -> int:
+    """Bring the schema up to :data:`SCHEMA_VERSION`; return the version reached."""
+    current = _schema_version(engine)
+    if current > SCHEMA_VERSION:
+        raise RuntimeError(f"database schema {current} is newer than this build ({SCHEMA_VERSION})")
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        MIGRATIONS[version](engine)
+        with Session(engine) as session:
+            session.merge(StrataMeta(key="schema_version", value=str(version)))
+            session.commit()
+        _log.info("store.migrated", version=version)
+    _create_tables(engine)
+    return SCHEMA_VERSION
+
+
+def open_database(url: str) -> Database:
+    """Open (creating or migrating as needed) the database at ``url``."""
+    is_sqlite = make_url(url).get_backend_name() == "sqlite"
+    connect_args = {"check_same_thread": False} if is_sqlite else {}
+    engine = create_engine(url, connect_args=connect_args)
+    if is_sqlite:
+        event.listen(engine, "connect", _sqlite_pragmas)
+    version = migrate(engine)
+    _log.info("store.opened", backend=engine.dialect.name, schema_version=version)
+    return Database(engine=engine, schema_version=version)

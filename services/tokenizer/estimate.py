@@ -1,0 +1,45 @@
+"""A clearly labelled estimate, used only when no exact encoding is on disk."""
+
+from __future__ import annotations
+
+import re
+
+from services.tokenizer.base import TokenizerInfo
+
+# Han, kana and hangul run close to one token per character in BPE vocabularies;
+# other text averages about four UTF-8 bytes per token.
+_WIDE_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_PIECE = re.compile(f"[{_WIDE_CHARS}]|[^{_WIDE_CHARS}]{{1,4}}")
+
+
+class EstimateTokenizer:
+    """Deterministic approximation; ``info.exact`` is False so callers can say so.
+
+    Its "tokens" are pieces of the text (one wide character, or up to four
+    other characters), so encode/decode round-trip and trimming by tokens
+    still works.
+    """
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        self._info = TokenizerInfo(encoding=encoding, source="estimate", exact=False)
+        self._pieces: dict[str, int] = {}
+        self._texts: list[str] = []
+
+    @property
+    def info(self) -> TokenizerInfo:
+        return self._info
+
+    def count(self, text: str) -> int:
+        return len(_PIECE.findall(text))
+
+    def encode(self, text: str) -> list[int]:
+        ids = []
+        for piece in _PIECE.findall(text):
+            if piece not in self._pieces:
+                self._pieces[piece] = len(self._texts)
+                self._texts.append(piece)
+            ids.append(self._pieces[piece])
+        return ids
+
+    def decode(self, tokens: list[int]) -> str:
+        return "".join(self._texts[t] for t in tokens)

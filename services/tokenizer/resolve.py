@@ -1,0 +1,67 @@
+"""Find an exact encoding offline: tiktoken's cache, then a bundled copy, then estimate.
+
+``tiktoken.get_encoding`` downloads its BPE file on a cache miss, which fails
+offline; so the cache is checked here first (same path and SHA-256 check as
+tiktoken's own loader) and ``get_encoding`` is only called when it will not
+touch the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import structlog
+import tiktoken
+
+from services.tokenizer.base import Tokenizer, TokenizerInfo
+from services.tokenizer.estimate import EstimateTokenizer
+from services.tokenizer.tiktoken_backend import TiktokenTokenizer
+
+_BLOB = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+
+# SHA-256 of each encoding's BPE file, as tiktoken's own registry pins them.
+KNOWN_HASHES = {
+    "r50k_base": "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
+    "p50k_base": "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+
+_log = structlog.get_logger("tokenizer")
+
+
+def tiktoken_cache_dir() -> Path | None:
+    """The directory tiktoken caches into, or None when caching is disabled."""
+    configured = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
+    if configured == "":
+        return None
+    return Path(configured) if configured else Path(tempfile.gettempdir()) / "data-gym-cache"
+
+
+def cached_file_is_valid(name: str) -> bool:
+    """True when tiktoken's cache holds a verified copy of ``name``."""
+    directory = tiktoken_cache_dir()
+    expected = KNOWN_HASHES.get(name)
+    if directory is None or expected is None:
+        return False
+    path = directory / hashlib.sha1(_BLOB.format(name=name).encode()).hexdigest()  # noqa: S324
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() == expected
+    except OSError:
+        return False
+
+
+def resolve_tokenizer(encoding: str = "cl100k_base") -> Tokenizer:
+    """The best tokenizer for ``encoding`` that needs no network."""
+    if cached_file_is_valid(encoding):
+        info = TokenizerInfo(encoding=encoding, source="cache", exact=True)
+        return TiktokenTokenizer(tiktoken.get_encoding(encoding), info)
+    bundled = f"{encoding}_offline"
+    if bundled in tiktoken.list_encoding_names():
+        info = TokenizerInfo(encoding=encoding, source="bundled", exact=True)
+        return TiktokenTokenizer(tiktoken.get_encoding(bundled), info)
+    _log.warning("tokenizer.estimate", encoding=encoding)
+    return EstimateTokenizer(encoding)
