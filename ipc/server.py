@@ -32,6 +32,7 @@ class TransportLimits:
     max_connections: int = 128
     ping_interval: float | None = 20.0
     ping_timeout: float | None = 20.0
+    close_timeout: float = 5.0
     write_buffer_bytes: int = 2**20
     session: SessionLimits = SessionLimits()
 
@@ -88,6 +89,7 @@ class WebSocketServer:
             write_limit=limits.write_buffer_bytes,
             ping_interval=limits.ping_interval,
             ping_timeout=limits.ping_timeout,
+            close_timeout=limits.close_timeout,
             server_header=None,
         )
         bound = self._server.sockets[0].getsockname()[1]

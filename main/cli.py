@@ -81,8 +81,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     ready_stream = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    configure_logging(config.log_level, config.log_path)
     try:
+        # Inside the try: an unusable data dir (no room for the log folder) is a
+        # start-up failure with a message, not a traceback.
+        configure_logging(config.log_level, config.log_path)
         asyncio.run(serve(config, _announcer(ready_stream)))
     except OSError as exc:
         structlog.get_logger("main").error("main.failed", exc_type=type(exc).__name__,

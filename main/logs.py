@@ -20,8 +20,17 @@ def configure_logging(level: str, log_file: Path | None) -> None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         handlers.append(logging.handlers.RotatingFileHandler(
             log_file, maxBytes=5 * 2**20, backupCount=3, encoding="utf-8"))
+    # Records from other libraries' stdlib loggers get the same level and
+    # timestamp keys and are rendered as JSON too, so every line parses.
+    timestamper = structlog.processors.TimeStamper(fmt="iso", utc=True)
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[structlog.processors.add_log_level, timestamper,
+                           structlog.processors.format_exc_info],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.JSONRenderer(ensure_ascii=False)],
+    )
     for handler in handlers:
-        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.setFormatter(formatter)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
@@ -34,8 +43,8 @@ def configure_logging(level: str, log_file: Path | None) -> None:
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.JSONRenderer(ensure_ascii=False),
+            timestamper,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.stdlib.LoggerFactory(),

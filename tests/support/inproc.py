@@ -16,6 +16,7 @@ from ipc.errors import RpcError
 from ipc.models import Ack, WireModel
 from ipc.registry import Registry
 from ipc.server import TransportLimits, WebSocketServer
+from tests.support.spec_methods import add_spec_methods
 
 TOKEN = "test-token-0123456789abcdef"
 INSPECTOR_TOKEN = "inspector-token-0123456789abcdef"
@@ -99,22 +100,30 @@ class InProcServer:
         return f"ws://127.0.0.1:{self.port}/"
 
 
-@asynccontextmanager
-async def inproc_server(limits: TransportLimits | None = None, debug: bool = True,
-                        **policy: Any) -> AsyncIterator[InProcServer]:
+def build_test_registry(limits: TransportLimits, seen: list[str],
+                  connections: Any = lambda: 0) -> Registry:
+    """The system methods, the test methods and the JSON-RPC spec's example methods."""
     registry = Registry()
-    seen: list[str] = []
-    holder: list[WebSocketServer] = []
-    limits = limits or TransportLimits()
     register_system(
         registry, name="strata", version="test",
         tokenizer=TokenizerDescription(encoding="cl100k_base", source="bundled", exact=True),
         limits=Limits(max_frame_bytes=limits.max_frame_bytes,
                       max_in_flight=limits.session.max_in_flight,
                       max_batch=limits.session.max_batch, max_connections=limits.max_connections),
-        connections=lambda: holder[0].connection_count,
+        connections=connections,
     )
     add_test_methods(registry, seen)
+    add_spec_methods(registry)
+    return registry
+
+
+@asynccontextmanager
+async def inproc_server(limits: TransportLimits | None = None, debug: bool = True,
+                        **policy: Any) -> AsyncIterator[InProcServer]:
+    seen: list[str] = []
+    holder: list[WebSocketServer] = []
+    limits = limits or TransportLimits()
+    registry = build_test_registry(limits, seen, lambda: holder[0].connection_count)
     server = WebSocketServer(Dispatcher(registry), token=TOKEN, inspector_token=INSPECTOR_TOKEN,
                              origin_patterns=origin_patterns(**policy), limits=limits, debug=debug)
     holder.append(server)

@@ -53,14 +53,21 @@ class ServerProcess:
 
     def _wait(self, timeout: float) -> int:
         code = self.process.wait(timeout=timeout)
-        assert self.process.stdout is not None
-        self.extra_stdout.append(self.process.stdout.read())
+        self._release_pipes()
         return code
+
+    def _release_pipes(self) -> None:
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self.process.stdin.close()
+        if self.process.stdout is not None and not self.process.stdout.closed:
+            self.extra_stdout.append(self.process.stdout.read())
+            self.process.stdout.close()
 
     def kill(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=30)
+        self._release_pipes()
 
 
 def _read_line(stream: IO[bytes], deadline: float) -> bytes:
@@ -101,6 +108,9 @@ def start_server(data_dir: Path, *args: str, env: dict[str, str] | None = None,
         if process.poll() is None:
             process.kill()
             process.wait()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                pipe.close()
         raise
     return ServerProcess(process=process, ready=json.loads(line), data_dir=data_dir,
                          stderr_path=stderr_path)

@@ -1,0 +1,132 @@
+"""Bounds on everything a client controls, over a real socket."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from ipc.server import TransportLimits
+from ipc.session import SessionLimits
+from tests.support.client import RpcClient
+from tests.support.handshake import hang_up, raw_handshake
+from tests.support.inproc import TOKEN, inproc_server
+
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+async def test_oversized_frame_closes_1009_and_server_lives_on() -> None:
+    """A frame over max_frame_bytes closes that connection with 1009; others keep working."""
+    async with inproc_server(TransportLimits(max_frame_bytes=64 * 1024)) as running:
+        bystander = await RpcClient.open(running.url, TOKEN)
+        big = await connect(running.url, additional_headers=BEARER, compression=None,
+                            max_size=None)
+        await big.send(json.dumps({"jsonrpc": "2.0", "method": "test:echo",
+                                   "params": {"text": "x" * 100_000}, "id": 1}))
+        try:
+            await asyncio.wait_for(big.recv(), 5)
+        except ConnectionClosed:
+            pass
+        assert big.close_code == 1009
+        assert (await bystander.call("test:echo", {"text": "fine"})) == {"text": "fine"}
+        await bystander.close()
+
+
+async def test_too_many_in_flight_requests() -> None:
+    """Past max_in_flight a request answers RPC_TOO_MANY_REQUESTS at once; earlier ones finish."""
+    limits = TransportLimits(session=SessionLimits(max_in_flight=4, max_batch=8))
+    async with inproc_server(limits) as running:
+        rpc = await RpcClient.open(running.url, TOKEN)
+        slow = [asyncio.ensure_future(rpc.request("test:sleep", {"seconds": 0.5})) for _ in range(4)]
+        await asyncio.sleep(0.1)
+        refused = await asyncio.wait_for(rpc.request("test:echo", {"text": "x"}), 0.4)
+        assert refused["error"]["code"] == -32000
+        assert refused["error"]["data"] == {"code": "RPC_TOO_MANY_REQUESTS", "limit": 4,
+                                            "inFlight": 4}
+        assert all("result" in r for r in await asyncio.gather(*slow))
+        assert (await rpc.call("test:echo", {"text": "again"})) == {"text": "again"}
+        await rpc.close()
+
+
+async def test_batch_counts_every_entry_and_has_a_size_limit() -> None:
+    """A batch larger than max_batch is one -32600 RPC_BATCH_TOO_LARGE."""
+    limits = TransportLimits(session=SessionLimits(max_in_flight=8, max_batch=3))
+    async with inproc_server(limits) as running:
+        rpc = await RpcClient.open(running.url, TOKEN)
+        entry = {"jsonrpc": "2.0", "method": "get_data", "id": 1}
+        await rpc.send_raw(json.dumps([entry] * 4))
+        reply = await rpc.next_unmatched()
+        assert reply["error"]["code"] == -32600
+        assert reply["error"]["data"] == {"code": "RPC_BATCH_TOO_LARGE", "limit": 3, "size": 4}
+        await rpc.send_raw(json.dumps([entry] * 3))
+        assert len(await rpc.next_unmatched()) == 3
+        await rpc.close()
+
+
+async def test_connection_limit() -> None:
+    """Past max_connections a handshake is refused with 503 until one closes."""
+    async with inproc_server(TransportLimits(max_connections=2)) as running:
+        first = await RpcClient.open(running.url, TOKEN)
+        second = await RpcClient.open(running.url, TOKEN)
+        status, _, writer = await raw_handshake(running.port, headers=BEARER)
+        await hang_up(writer)
+        assert status == 503
+        await first.close()
+        for _ in range(100):
+            if running.server.connection_count < 2:
+                break
+            await asyncio.sleep(0.01)
+        third = await RpcClient.open(running.url, TOKEN)
+        assert (await third.call("system:info"))["connections"] == 2
+        await second.close()
+        await third.close()
+
+
+async def test_dead_client_is_dropped_by_keepalive() -> None:
+    """A client that stops answering pings is disconnected."""
+    limits = TransportLimits(ping_interval=0.1, ping_timeout=0.1, close_timeout=0.2)
+    async with inproc_server(limits) as running:
+        status, _reader, writer = await raw_handshake(running.port, headers=BEARER)
+        assert status == 101
+        assert running.server.connection_count == 1
+        for _ in range(100):  # never reads, never pongs
+            if running.server.connection_count == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert running.server.connection_count == 0
+        await hang_up(writer)
+
+
+async def test_reader_that_never_reads_is_bounded() -> None:
+    """A client that sends but never reads fills its own in-flight quota, not the server's memory."""
+    limits = TransportLimits(write_buffer_bytes=64 * 1024,
+                             session=SessionLimits(max_in_flight=8, max_batch=8))
+    async with inproc_server(limits) as running:
+        _status, _reader, writer = await raw_handshake(running.port, headers=BEARER)
+        frame = _masked_text_frame(json.dumps({"jsonrpc": "2.0", "method": "test:echo",
+                                               "params": {"text": "y" * 60_000, "count": 4},
+                                               "id": 1}))
+        for _ in range(200):
+            writer.write(frame)
+        await asyncio.sleep(1.0)
+        sessions = list(running.server._sessions)
+        assert len(sessions) == 1
+        assert sessions[0].in_flight <= 8
+        bystander = await RpcClient.open(running.url, TOKEN)
+        assert (await bystander.call("test:echo", {"text": "ok"})) == {"text": "ok"}
+        await bystander.close()
+        await hang_up(writer)
+
+
+def _masked_text_frame(text: str) -> bytes:
+    payload = text.encode()
+    header = bytearray([0x81])
+    if len(payload) < 126:
+        header.append(0x80 | len(payload))
+    elif len(payload) < 65536:
+        header += bytes([0x80 | 126]) + len(payload).to_bytes(2, "big")
+    else:
+        header += bytes([0x80 | 127]) + len(payload).to_bytes(8, "big")
+    return bytes(header) + b"\0\0\0\0" + payload  # a zero mask leaves the payload as is
