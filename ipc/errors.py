@@ -112,7 +112,7 @@ class Forbidden(RpcError):
 def all_error_classes() -> list[type[RpcError]]:
     """Every concrete wire error, for docs and tests that keep codes unique."""
     found: list[type[RpcError]] = []
-    pending: list[type[RpcError]] = [RpcError]
+    pending: list[type[RpcError]] = list(RpcError.__subclasses__())
     while pending:
         cls = pending.pop()
         found.append(cls)

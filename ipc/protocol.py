@@ -117,8 +117,9 @@ def parse_frame(text: str, max_batch: int) -> Frame:
     if not isinstance(message, list):
         return Frame(entries=(validate_entry(message),), is_batch=False)
     if not message:
-        return Frame(entries=(error_reply(None, InvalidRequest("Invalid Request: empty batch")),), is_batch=False)
+        empty = InvalidRequest("Invalid Request: empty batch")
+        return Frame(entries=(error_reply(None, empty),), is_batch=False)
     if len(message) > max_batch:
-        err = BatchTooLarge(limit=max_batch, size=len(message))
-        return Frame(entries=(error_reply(None, err),), is_batch=False)
+        too_large = BatchTooLarge(limit=max_batch, size=len(message))
+        return Frame(entries=(error_reply(None, too_large),), is_batch=False)
     return Frame(entries=tuple(validate_entry(item) for item in message), is_batch=True)

@@ -8,9 +8,10 @@ moves text between sockets and sessions and enforces transport bounds
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 
 import structlog
@@ -34,7 +35,7 @@ class TransportLimits:
     ping_timeout: float | None = 20.0
     close_timeout: float = 5.0
     write_buffer_bytes: int = 2**20
-    session: SessionLimits = SessionLimits()
+    session: SessionLimits = field(default_factory=SessionLimits)
 
 
 class WebSocketServer:
@@ -119,10 +120,8 @@ class WebSocketServer:
         connection_id = f"c{next(self._ids)}"
 
         async def send(text: str) -> None:
-            try:
+            with contextlib.suppress(ConnectionClosed):
                 await ws.send(text)
-            except ConnectionClosed:
-                pass
 
         def congested() -> bool:
             return ws.transport.get_write_buffer_size() > self._limits.write_buffer_bytes

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,13 +93,12 @@ class Session:
         calls = [e for e in entries if isinstance(e, Call)]
         refusal = self._refusal(len(calls))
         if refusal is not None:
-            replies = [e if isinstance(e, str) else error_reply(e.id, refusal) for e in entries
-                       if isinstance(e, str) or not e.is_notification]
             self._log.info("rpc.refused", code=refusal.data_code, entries=len(calls))
+            entries = [e if isinstance(e, str) else error_reply(e.id, refusal) for e in entries
+                       if isinstance(e, str) or not e.is_notification]
+        if refusal is not None or not calls:
+            replies = [e for e in entries if isinstance(e, str)]
             await self._emit([batch_reply(replies)] if frame.is_batch else replies)
-            return
-        if not calls:
-            await self._emit([batch_reply(list(map(str, entries)))] if frame.is_batch else entries)
             return
         self._acquire(len(calls))
         self._spawn(self._run_frame(entries, frame.is_batch, len(calls)))
@@ -177,7 +176,7 @@ class Session:
             if not bucket:
                 del self._by_id[key]
 
-    async def _emit(self, replies: list[str | None] | list[Call | str]) -> None:
+    async def _emit(self, replies: Sequence[str | Call | None]) -> None:
         for reply in replies:
             if isinstance(reply, str):
                 await self._send(reply)

@@ -90,6 +90,10 @@ def open_database(url: str) -> Database:
     engine = create_engine(url, connect_args=connect_args)
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
-    version = migrate(engine)
+    try:
+        version = migrate(engine)
+    except Exception:
+        engine.dispose()  # a refused or failed open must not keep the file open
+        raise
     _log.info("store.opened", backend=engine.dialect.name, schema_version=version)
     return Database(engine=engine, schema_version=version)

@@ -9,15 +9,34 @@ from services.tokenizer.base import TokenizerInfo
 # Han, kana and hangul run close to one token per character in BPE vocabularies;
 # other text averages about four UTF-8 bytes per token.
 _WIDE_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_PIECE = re.compile(f"[{_WIDE_CHARS}]|[^{_WIDE_CHARS}]{{1,4}}")
+# Other characters by UTF-8 length (a lone surrogate counts as three bytes).
+_BY_SIZE = (
+    (1, "[\x00-\x7f]"),
+    (2, "[\x80-\u07ff]"),
+    (3, f"(?![{_WIDE_CHARS}])[\u0800-\uffff]"),
+    (4, "[\U00010000-\U0010ffff]"),
+)
+
+
+def _fit(budget: int) -> str:
+    """Pattern taking characters greedily while their UTF-8 bytes fit in ``budget``."""
+    return "|".join(
+        pattern + (f"(?:{_fit(budget - size)})?" if size < budget else "")
+        for size, pattern in _BY_SIZE if size <= budget
+    )
+
+
+# A piece is one wide character, or as many others as fit in four UTF-8 bytes
+# (at least one).
+_PIECE = re.compile(f"[{_WIDE_CHARS}]|{_fit(4)}")
 
 
 class EstimateTokenizer:
     """Deterministic approximation; ``info.exact`` is False so callers can say so.
 
-    Its "tokens" are pieces of the text (one wide character, or up to four
-    other characters), so encode/decode round-trip and trimming by tokens
-    still works.
+    Its "tokens" are pieces of the text (one wide character, or other
+    characters up to four UTF-8 bytes), so encode/decode round-trip and
+    trimming by tokens still works.
     """
 
     def __init__(self, encoding: str = "cl100k_base") -> None:

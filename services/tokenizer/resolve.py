@@ -16,7 +16,7 @@ from pathlib import Path
 import structlog
 import tiktoken
 
-from services.tokenizer.base import Tokenizer, TokenizerInfo
+from services.tokenizer.base import Source, Tokenizer, TokenizerInfo
 from services.tokenizer.estimate import EstimateTokenizer
 from services.tokenizer.tiktoken_backend import TiktokenTokenizer
 
@@ -56,12 +56,21 @@ def cached_file_is_valid(name: str) -> bool:
 
 def resolve_tokenizer(encoding: str = "cl100k_base") -> Tokenizer:
     """The best tokenizer for ``encoding`` that needs no network."""
+    candidates: list[tuple[str, Source]] = []
     if cached_file_is_valid(encoding):
-        info = TokenizerInfo(encoding=encoding, source="cache", exact=True)
-        return TiktokenTokenizer(tiktoken.get_encoding(encoding), info)
-    bundled = f"{encoding}_offline"
-    if bundled in tiktoken.list_encoding_names():
-        info = TokenizerInfo(encoding=encoding, source="bundled", exact=True)
-        return TiktokenTokenizer(tiktoken.get_encoding(bundled), info)
+        candidates.append((encoding, "cache"))
+    if f"{encoding}_offline" in tiktoken.list_encoding_names():
+        candidates.append((f"{encoding}_offline", "bundled"))
+    for name, source in candidates:
+        try:
+            loaded = tiktoken.get_encoding(name)
+        except (OSError, ValueError) as exc:
+            # e.g. TIKTOKEN_CACHE_DIR names a file: tiktoken copies the bundled
+            # file into its cache and fails; fall through rather than crash.
+            _log.warning("tokenizer.load_failed", encoding=name, source=source,
+                         exc_type=type(exc).__name__)
+            continue
+        return TiktokenTokenizer(loaded, TokenizerInfo(encoding=encoding, source=source,
+                                                       exact=True))
     _log.warning("tokenizer.estimate", encoding=encoding)
     return EstimateTokenizer(encoding)

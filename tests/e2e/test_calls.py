@@ -12,6 +12,14 @@ from tests.support.client import RpcCallError, RpcClient
 from tests.support.inproc import InProcServer
 
 
+async def started(server: InProcServer, label: str) -> None:
+    for _ in range(500):
+        if f"sleep-start:{label}" in server.seen:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{label} never started")
+
+
 async def test_requests_run_concurrently_and_reply_out_of_order(
         client: RpcClient, server: InProcServer) -> None:
     """A slow request does not hold back a fast one sent after it on the same connection."""
@@ -28,8 +36,7 @@ async def test_cancel_a_running_request(client: RpcClient, server: InProcServer)
     """$/cancelRequest stops a running request, which answers -32800 REQUEST_CANCELLED."""
     pending = asyncio.ensure_future(client.request("test:sleep", {"seconds": 30, "label": "c"},
                                                    id_=41))
-    while "sleep-start:c" not in server.seen:
-        await asyncio.sleep(0.01)
+    await started(server, "c")
     await client.notify("$/cancelRequest", {"id": 41})
     reply = await asyncio.wait_for(pending, 5)
     assert reply["id"] == 41
@@ -44,8 +51,7 @@ async def test_cancel_inside_a_batch(client: RpcClient, server: InProcServer) ->
         {"jsonrpc": "2.0", "method": "test:sleep", "params": {"seconds": 30, "label": "b1"}, "id": "b1"},
         {"jsonrpc": "2.0", "method": "test:sleep", "params": {"seconds": 0.1, "label": "b2"}, "id": "b2"},
     ]))
-    while "sleep-start:b1" not in server.seen:
-        await asyncio.sleep(0.01)
+    await started(server, "b1")
     await client.notify("$/cancelRequest", ["b1"])
     batch = await client.next_unmatched()
     by_id = {r["id"]: r for r in batch}

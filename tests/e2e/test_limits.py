@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 from websockets.asyncio.client import connect
@@ -25,10 +26,8 @@ async def test_oversized_frame_closes_1009_and_server_lives_on() -> None:
                             max_size=None)
         await big.send(json.dumps({"jsonrpc": "2.0", "method": "test:echo",
                                    "params": {"text": "x" * 100_000}, "id": 1}))
-        try:
+        with contextlib.suppress(ConnectionClosed):
             await asyncio.wait_for(big.recv(), 5)
-        except ConnectionClosed:
-            pass
         assert big.close_code == 1009
         assert (await bystander.call("test:echo", {"text": "fine"})) == {"text": "fine"}
         await bystander.close()
@@ -108,7 +107,7 @@ async def test_reader_that_never_reads_is_bounded() -> None:
         frame = _masked_text_frame(json.dumps({"jsonrpc": "2.0", "method": "test:echo",
                                                "params": {"text": "y" * 60_000, "count": 4},
                                                "id": 1}))
-        for _ in range(200):
+        for _ in range(60):
             writer.write(frame)
         await asyncio.sleep(1.0)
         sessions = list(running.server._sessions)
@@ -117,7 +116,7 @@ async def test_reader_that_never_reads_is_bounded() -> None:
         bystander = await RpcClient.open(running.url, TOKEN)
         assert (await bystander.call("test:echo", {"text": "ok"})) == {"text": "ok"}
         await bystander.close()
-        await hang_up(writer)
+        writer.transport.abort()  # close() would wait forever to flush to a server that stopped reading
 
 
 def _masked_text_frame(text: str) -> bytes:

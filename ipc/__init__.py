@@ -1,0 +1,1 @@
+"""Transport and protocol: websocket server, auth, JSON-RPC dispatch, channel adapters."""

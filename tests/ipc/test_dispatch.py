@@ -1,0 +1,86 @@
+"""Binding params and mapping failures, without a socket."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from structlog.testing import capture_logs
+
+from ipc.context import CallContext, Peer
+from ipc.dispatch import Dispatcher, bind_params
+from ipc.errors import InvalidParams
+from ipc.models import NoParams, WireModel
+from ipc.protocol import NO_ID, Call
+from ipc.registry import Registry
+from ipc.server import TransportLimits
+from tests.support.inproc import build_test_registry
+
+CTX = CallContext(peer=Peer(connection_id="t"))
+
+
+@pytest.fixture
+def dispatcher() -> Dispatcher:
+    return Dispatcher(build_test_registry(TransportLimits(), []))
+
+
+def test_bind_by_position_and_name(dispatcher: Dispatcher) -> None:
+    """Positional params fill fields in order; named params may be given in any order."""
+    method = dispatcher.registry.get("test:echo")
+    assert method is not None
+    assert bind_params(method, ["ab", 2]).model_dump() == {"text": "ab", "count": 2}
+    assert bind_params(method, {"count": 3}).model_dump() == {"text": "", "count": 3}
+    assert bind_params(method, None).model_dump() == {"text": "", "count": 1}
+
+
+def test_bind_rejects_extra_positional(dispatcher: Dispatcher) -> None:
+    """More positional params than fields is -32602 with the counts."""
+    method = dispatcher.registry.get("test:echo")
+    assert method is not None
+    with pytest.raises(InvalidParams) as raised:
+        bind_params(method, ["a", 1, 2])
+    assert raised.value.fields == {"expected": 2, "got": 3}
+
+
+async def test_success_reply(dispatcher: Dispatcher) -> None:
+    """A call returns its reply text with the result in camelCase."""
+    reply = await dispatcher.dispatch(Call("system:info", None, 1), CTX)
+    assert reply is not None
+    result = json.loads(reply)["result"]
+    assert result["limits"]["maxFrameBytes"] == TransportLimits().max_frame_bytes
+
+
+async def test_notification_returns_nothing_even_on_error(dispatcher: Dispatcher) -> None:
+    """A notification's outcome, error or not, produces no reply."""
+    assert await dispatcher.dispatch(Call("nope", None, NO_ID), CTX) is None
+    assert await dispatcher.dispatch(Call("test:fail", {"kind": "crash"}, NO_ID), CTX) is None
+
+
+async def test_internal_error_is_logged_with_its_id_and_no_text(dispatcher: Dispatcher) -> None:
+    """An unexpected exception is logged by type and code location, with the reply's error id."""
+    with capture_logs() as logs:
+        reply = await dispatcher.dispatch(Call("test:fail", {"kind": "crash"}, 2), CTX)
+    assert reply is not None
+    error_id = json.loads(reply)["error"]["data"]["errorId"]
+    (event,) = [e for e in logs if e["event"] == "rpc.internal_error"]
+    assert event["error_id"] == error_id
+    assert event["method"] == "test:fail"
+    assert any(":fail:" in where for where in event["where"])
+    assert "林远" not in json.dumps(event, ensure_ascii=False)
+
+
+async def test_unserializable_result_is_internal() -> None:
+    """A result that is not standard JSON (NaN) is an INTERNAL error, not a broken frame."""
+    registry = Registry()
+
+    @registry.method("nan", params=NoParams, result=Reading, summary="s")
+    async def nan(params: NoParams, ctx: CallContext) -> Reading:
+        return Reading(value=float("nan"))
+
+    reply = await Dispatcher(registry).dispatch(Call("nan", None, 3), CTX)
+    assert reply is not None
+    assert json.loads(reply)["error"]["data"]["code"] == "INTERNAL"
+
+
+class Reading(WireModel):
+    value: float

@@ -1,0 +1,39 @@
+"""Every wire error has one stable number and one stable string code."""
+
+from __future__ import annotations
+
+from ipc.errors import InternalError, RpcError, TooManyRequests, all_error_classes
+
+
+def test_codes_are_unique_per_condition() -> None:
+    """No two conditions share a data.code, and app codes sit in -32000..-32099."""
+    classes = [c for c in all_error_classes() if not c.__module__.startswith("tests.")]
+    data_codes = [c.data_code for c in classes]
+    assert len(data_codes) == len(set(data_codes))
+    standard = {-32700, -32600, -32601, -32602, -32603, -32800}
+    for cls in classes:
+        assert cls.code in standard or -32099 <= cls.code <= -32000, cls
+
+
+def test_application_codes_have_one_number_each() -> None:
+    """An application number is used by exactly one condition."""
+    app = [c.code for c in all_error_classes() if -32099 <= c.code <= -32000
+           and c.__module__ == "ipc.errors"]
+    assert len(app) == len(set(app))
+
+
+def test_error_shape() -> None:
+    """to_error gives code, message and data with the string code and the fields."""
+    assert TooManyRequests(limit=4).to_error() == {
+        "code": -32000,
+        "message": "Too many requests in flight on this connection",
+        "data": {"code": "RPC_TOO_MANY_REQUESTS", "limit": 4},
+    }
+    assert InternalError(errorId="abc").to_error()["data"] == {"code": "INTERNAL", "errorId": "abc"}
+
+
+def test_custom_message() -> None:
+    """A raise site may give a clearer message without changing the codes."""
+    err = RpcError("Something specific")
+    assert err.to_error() == {"code": -32603, "message": "Something specific",
+                              "data": {"code": "INTERNAL"}}
