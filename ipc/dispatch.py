@@ -66,8 +66,9 @@ def code_locations(exc: BaseException) -> list[str]:
 class Dispatcher:
     """Maps calls to handlers; knows nothing of sockets."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, *, trace: bool = False) -> None:
         self.registry = registry
+        self._trace = trace  # per-call debug events cost a few µs each; only when asked
         self._log = structlog.get_logger("ipc.dispatch")
 
     async def dispatch(self, call: Call, ctx: CallContext) -> str | None:
@@ -77,17 +78,15 @@ class Dispatcher:
             reply = await self._run(call, ctx)
         except RpcError as err:
             reply = error_reply(call.id, err)
-            self._log.debug("rpc.error", method=call.method, code=err.data_code)
+            if self._trace:
+                self._log.debug("rpc.error", method=call.method, code=err.data_code)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             reply = error_reply(call.id, self._internal(call, exc))
-        self._log.debug(
-            "rpc.call",
-            method=call.method,
-            ms=round((time.perf_counter() - started) * 1000, 3),
-            reply_bytes=len(reply),
-        )
+        if self._trace:
+            self._log.debug("rpc.call", method=call.method, reply_bytes=len(reply),
+                            ms=round((time.perf_counter() - started) * 1000, 3))
         return None if call.is_notification else reply
 
     async def _run(self, call: Call, ctx: CallContext) -> str:

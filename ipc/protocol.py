@@ -47,22 +47,28 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(name)
 
 
+# Built once: json.loads/dumps with keyword arguments build a new coder per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 def loads_strict(text: str) -> Any:
     """Parse standard JSON; anything else raises :class:`ParseError`."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return _DECODER.decode(text)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise ParseError() from exc
 
 
 def dumps(obj: Any) -> str:
     """Compact JSON text; lone surrogates fall back to ASCII escapes."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _ENCODER.encode(obj)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate cannot be sent as UTF-8; \\uXXXX escapes can.
-        text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+        text = _ASCII_ENCODER.encode(obj)
     return text
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from pydantic import ValidationError
@@ -28,6 +28,7 @@ from ipc.protocol import Call, batch_reply, dumps, error_reply, parse_frame
 CANCEL_METHOD = "$/cancelRequest"
 
 Send = Callable[[str], Awaitable[None]]
+_T = TypeVar("_T")
 
 
 class CancelParams(WireModel):
@@ -69,9 +70,9 @@ class Session:
         self._limits = limits or SessionLimits()
         self._congested = congested
         self._debug = debug
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._by_id: dict[Hashable, set[asyncio.Task[str | None]]] = {}
-        self._client_cancelled: set[asyncio.Task[str | None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._by_id: dict[Hashable, set[asyncio.Task[Any]]] = {}
+        self._client_cancelled: set[asyncio.Task[Any]] = set()
         self._in_flight = 0
         self._draining = False
         self._idle = asyncio.Event()
@@ -101,7 +102,10 @@ class Session:
             await self._emit([batch_reply(replies)] if frame.is_batch else replies)
             return
         self._acquire(len(calls))
-        self._spawn(self._run_frame(entries, frame.is_batch, len(calls)))
+        if frame.is_batch:
+            self._track(self._run_batch(entries, len(calls)))
+        else:
+            self._track(self._run_single(calls[0]), calls[0])
 
     def _refusal(self, count: int) -> RpcError | None:
         if count == 0:
@@ -139,26 +143,37 @@ class Session:
             return
         await self._send(dumps({"jsonrpc": "2.0", "method": method, "params": params}))
 
-    async def _run_frame(self, entries: list[Call | str], is_batch: bool, count: int) -> None:
+    async def _run_single(self, call: Call) -> None:
+        # One task per lone request: dispatch, then send, then release its slot.
         try:
-            tasks = [self._start(e) if isinstance(e, Call) else e for e in entries]
-            replies = [await t if isinstance(t, asyncio.Task) else t for t in tasks]
-            parts = [r for r in replies if r is not None]
-            await self._emit([batch_reply(parts)] if is_batch else parts)
+            reply = await self._call(call)
+            if reply is not None:
+                await self._send(reply)
+        finally:
+            self._release(1)
+
+    async def _run_batch(self, entries: list[Call | str], count: int) -> None:
+        try:
+            pending = [self._track(self._call(e), e) if isinstance(e, Call) else e for e in entries]
+            replies = [await p if isinstance(p, asyncio.Task) else p for p in pending]
+            await self._emit([batch_reply([r for r in replies if r is not None])])
         finally:
             self._release(count)
 
-    def _start(self, call: Call) -> asyncio.Task[str | None]:
-        ctx = CallContext(peer=self.peer, request_id=None if call.is_notification else call.id,
-                          debug=self._debug)
-        task = asyncio.get_running_loop().create_task(self._call(call, ctx))
-        if not call.is_notification:
+    def _track(self, coro: Coroutine[Any, Any, _T], call: Call | None = None) -> asyncio.Task[_T]:
+        """Run ``coro`` as a task that close() can cancel, and $/cancelRequest if it is a request."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if call is not None and not call.is_notification:
             key = _id_key(call.id)
             self._by_id.setdefault(key, set()).add(task)
             task.add_done_callback(lambda t: self._forget(key, t))
         return task
 
-    async def _call(self, call: Call, ctx: CallContext) -> str | None:
+    async def _call(self, call: Call) -> str | None:
+        ctx = CallContext(peer=self.peer, request_id=None if call.is_notification else call.id,
+                          debug=self._debug)
         try:
             return await self._dispatcher.dispatch(call, ctx)
         except asyncio.CancelledError:
@@ -168,7 +183,7 @@ class Session:
             task.uncancel()
             return None if call.is_notification else error_reply(call.id, RequestCancelled())
 
-    def _forget(self, key: Hashable, task: asyncio.Task[str | None]) -> None:
+    def _forget(self, key: Hashable, task: asyncio.Task[Any]) -> None:
         self._client_cancelled.discard(task)
         bucket = self._by_id.get(key)
         if bucket is not None:
@@ -180,11 +195,6 @@ class Session:
         for reply in replies:
             if isinstance(reply, str):
                 await self._send(reply)
-
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     def _acquire(self, count: int) -> None:
         self._in_flight += count

@@ -101,7 +101,7 @@ async def serve(config: Config, announce: Announce) -> None:
         holder: list[WebSocketServer] = []
         registry = build_registry(config, services, lambda: holder[0].connection_count)
         server = WebSocketServer(
-            Dispatcher(registry),
+            Dispatcher(registry, trace=config.log_level == "debug"),
             token=config.token,
             inspector_token=config.inspector_token,
             origin_patterns=origin_patterns(config.allowed_origins, config.allow_file_origins),

@@ -106,3 +106,16 @@ async def test_notifications_are_dropped_when_the_client_lags() -> None:
     await session.notify("$/progress", {"done": 1})
     assert sent == []
     assert session.dropped_notifications == 1
+
+
+async def test_close_cancels_batch_entries_too() -> None:
+    """Closing a connection stops every running entry of its batches, not only the batch."""
+    seen: list[str] = []
+    sent: list[str] = []
+    session = _session(seen, sent)
+    await session.receive(json.dumps([json.loads(_request("test:sleep", {"seconds": 30, "label": f"e{i}"}, i))
+                                      for i in (1, 2)]))
+    await _until(lambda: "sleep-start:e2" in seen)
+    await session.close()
+    assert {"sleep-cancelled:e1", "sleep-cancelled:e2"} <= set(seen)
+    assert session.in_flight == 0
