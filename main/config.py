@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hmac
 import os
 import secrets
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -32,8 +34,9 @@ class Config(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)
     debug: bool = False
-    token: str = Field(default_factory=lambda: secrets.token_urlsafe(32), min_length=16)
-    inspector_token: str = Field(default_factory=lambda: secrets.token_urlsafe(32), min_length=16)
+    token: str = Field(default_factory=lambda: secrets.token_urlsafe(32), min_length=16, repr=False)
+    inspector_token: str = Field(default_factory=lambda: secrets.token_urlsafe(32), min_length=16,
+                                 repr=False)
     database_url: str | None = None
     chroma_url: str | None = None
     log_level: str = "info"
@@ -62,6 +65,19 @@ class Config(BaseSettings):
         if value.lower() not in {"debug", "info", "warning", "error"}:
             raise ValueError("log level must be debug, info, warning or error")
         return value.lower()
+
+    @field_validator("chroma_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in {"http", "https"}:
+            raise ValueError("chroma url must start with http:// or https://")
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_tokens(self) -> Config:
+        if hmac.compare_digest(self.token.encode(), self.inspector_token.encode()):
+            raise ValueError("the inspector token must differ from the client token")
+        return self
 
     @property
     def resolved_database_url(self) -> str:

@@ -179,3 +179,24 @@ def test_default_data_dir_without_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.setenv("HOME", str(tmp_path))
     assert default_data_dir() == tmp_path / ".local" / "share" / "strata"
     assert Config().data_dir == tmp_path / ".local" / "share" / "strata"
+
+
+def test_tokens_stay_out_of_repr(tmp_path: Path) -> None:
+    """Printing or logging a Config never shows the tokens."""
+    config = Config(data_dir=tmp_path, token="client-token-0123456789",
+                    inspector_token="inspector-token-0123456789")
+    assert "client-token" not in repr(config)
+    assert "inspector-token" not in repr(config)
+
+
+def test_tokens_must_differ(tmp_path: Path) -> None:
+    """The inspector token cannot equal the client token, or every client would be an inspector."""
+    with pytest.raises(ValidationError, match="must differ"):
+        Config(data_dir=tmp_path, token="same-token-0123456789", inspector_token="same-token-0123456789")
+
+
+@pytest.mark.parametrize("url", ["chroma.host:8000", "ftp://h:1", "localhost"])
+def test_chroma_url_needs_http(tmp_path: Path, url: str) -> None:
+    """A Chroma URL without http(s) is refused instead of silently meaning 127.0.0.1."""
+    with pytest.raises(ValidationError, match="http"):
+        Config(data_dir=tmp_path, chroma_url=url)
