@@ -18,9 +18,10 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from ipc.context import CallContext
-from ipc.errors import InternalError, InvalidParams, MethodNotFound, RpcError
+from ipc.errors import InternalError, InvalidParams, MethodNotFound, RpcError, from_domain
 from ipc.protocol import Call, error_reply, success_reply
 from ipc.registry import Method, Registry
+from services.errors import StrataError
 
 _MAX_LOC_PART = 64
 _MAX_REPORTED_ERRORS = 20
@@ -76,6 +77,8 @@ class Dispatcher:
         started = time.perf_counter()
         try:
             reply = await self._run(call, ctx)
+        except StrataError as err:
+            reply = error_reply(call.id, from_domain(err.code, err.text, err.fields))
         except RpcError as err:
             reply = error_reply(call.id, err)
             if self._trace:

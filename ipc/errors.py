@@ -109,6 +109,98 @@ class Forbidden(RpcError):
     message = "This connection may not call this method"
 
 
+# --- Application errors: projects and documents (-32010..-32019) -------------
+
+
+class ProjectNotFound(RpcError):
+    code = -32010
+    data_code = "PROJECT_NOT_FOUND"
+    message = "No project with this id"
+
+
+class DocumentNotFound(RpcError):
+    code = -32011
+    data_code = "DOCUMENT_NOT_FOUND"
+    message = "No document with this id in the project"
+
+
+class ProjectScopeViolation(RpcError):
+    code = -32012
+    data_code = "PROJECT_SCOPE_VIOLATION"
+    message = "The document id leaves the project folder"
+
+
+class ProjectPathInvalid(RpcError):
+    code = -32013
+    data_code = "PROJECT_PATH_INVALID"
+    message = "The project path is not a readable folder"
+
+
+class RecordNotFound(RpcError):
+    code = -32014
+    data_code = "RECORD_NOT_FOUND"
+    message = "No record with this id in the project"
+
+
+class RecordVersionConflict(RpcError):
+    code = -32015
+    data_code = "RECORD_VERSION_CONFLICT"
+    message = "The record was changed since this version was read"
+
+
+class ConstraintsLimit(RpcError):
+    code = -32016
+    data_code = "CONSTRAINTS_LIMIT"
+    message = "The project has the maximum number of constraints"
+
+
+# --- Application errors: context engine (-32020..-32039) ---------------------
+
+
+class Backpressure(RpcError):
+    code = -32020
+    data_code = "CONTEXT_BACKPRESSURE"
+    message = "Too many assemblies for this document; retry shortly"
+
+
+class BudgetConflict(RpcError):
+    code = -32021
+    data_code = "CONTEXT_BUDGET_CONFLICT"
+    message = "The budget profile was changed since this version was read"
+
+
+class InputTooLarge(RpcError):
+    code = -32022
+    data_code = "CONTEXT_INPUT_TOO_LARGE"
+    message = "The context input is too large; narrow the retrieval scope or shorten the instruction"
+
+
+class ScopeViolation(RpcError):
+    code = -32023
+    data_code = "CONTEXT_SCOPE_VIOLATION"
+    message = "Context from another project was refused"
+
+
+class InspectForbidden(RpcError):
+    code = -32024
+    data_code = "CONTEXT_INSPECT_FORBIDDEN"
+    message = "context:inspect needs debug mode and the inspector token"
+
+
+class SkillNotFound(RpcError):
+    code = -32025
+    data_code = "SKILL_NOT_FOUND"
+    message = "No skill with this id"
+
+
+def from_domain(code: str, text: str, fields: dict[str, Any]) -> RpcError:
+    """The wire error for a domain error's string code (INTERNAL if unknown)."""
+    for cls in all_error_classes():
+        if cls.data_code == code:
+            return cls(text, **fields)
+    return InternalError()
+
+
 def all_error_classes() -> list[type[RpcError]]:
     """Every concrete wire error, for docs and tests that keep codes unique."""
     found: list[type[RpcError]] = []

@@ -28,8 +28,8 @@ Phases, in order:
    session path by library.
 
 Latency is per call, from just before the send to the matching reply.
-Logging is as the server runs by default: structlog filtering at ``info``, so
-the dispatcher's per-call ``debug`` events are no-ops.
+Logging is as the server runs by default: structlog filtering at ``info`` and a
+``Dispatcher`` without ``trace``, so no call logs anything.
 """
 
 from __future__ import annotations
@@ -524,7 +524,6 @@ async def step_breakdown(calls: int, *, method: str = "system:info",
     params = bind_params(entry, None)
     result = await entry.handler(params, ctx)
     dumped = result.model_dump(mode="json", by_alias=True)
-    log = structlog.get_logger("bench")
 
     async def parse() -> object:
         return parse_frame(text, 64)
@@ -541,17 +540,12 @@ async def step_breakdown(calls: int, *, method: str = "system:info",
     async def serialize() -> object:
         return success_reply(call.id, dumped)
 
-    async def log_noop() -> object:
-        log.debug("rpc.call", method=method, ms=0.01, reply_bytes=300)
-        return None
-
     steps = {
         "parse_frame (json.loads + validate_entry)": await _per_call_us(parse, calls),
         "bind_params (pydantic model_validate)": await _per_call_us(bind, calls),
         "handler (builds the result model)": await _per_call_us(handler, calls),
         "model_dump(mode='json', by_alias)": await _per_call_us(dump, calls),
         "success_reply (json.dumps + utf-8 check)": await _per_call_us(serialize, calls),
-        "structlog debug event (filtered out)": await _per_call_us(log_noop, calls),
     }
     if session_mean_us is not None:
         steps["rest of Session.receive (tasks, loop, bookkeeping)"] = max(

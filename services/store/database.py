@@ -16,6 +16,8 @@ from sqlalchemy import Engine, event
 from sqlalchemy.engine import make_url
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
+from services.store import tables  # noqa: F401  (registers every table with SQLModel.metadata)
+
 _log = structlog.get_logger("store")
 
 
@@ -33,7 +35,8 @@ def _create_tables(engine: Engine) -> None:
 
 # version -> migration step; tables added by later versions are created by
 # create_all, so a step holds only what create_all cannot do (e.g. ALTER).
-MIGRATIONS: dict[int, Callable[[Engine], None]] = {1: _create_tables}
+# 1: strata_meta; 2: projects, settings, constraints, kg, memories, budget profiles.
+MIGRATIONS: dict[int, Callable[[Engine], None]] = {1: _create_tables, 2: _create_tables}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

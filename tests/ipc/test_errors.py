@@ -37,3 +37,17 @@ def test_custom_message() -> None:
     err = RpcError("Something specific")
     assert err.to_error() == {"code": -32603, "message": "Something specific",
                               "data": {"code": "INTERNAL"}}
+
+
+def test_every_domain_error_has_a_wire_code() -> None:
+    """Each services.errors code maps to exactly one wire error with that data.code."""
+    import services.errors as domain
+    from ipc.errors import from_domain
+
+    domain_classes = [c for c in vars(domain).values()
+                      if isinstance(c, type) and issubclass(c, domain.StrataError)
+                      and c is not domain.StrataError]
+    for cls in domain_classes:
+        wire = from_domain(cls.code, cls.message, {"n": 1})
+        assert wire.data_code == cls.code, cls
+        assert wire.to_error()["data"] == {"code": cls.code, "n": 1}

@@ -1,0 +1,102 @@
+"""Every SQL table of Strata. All domain rows are scoped by ``project_id``.
+
+Rows that clients update concurrently carry an integer ``version`` for
+optimistic locking: an update names the version it read and fails if the row
+has moved on.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class ProjectRow(SQLModel, table=True):
+    __tablename__ = "project"
+    id: str = Field(primary_key=True, max_length=32)
+    path: str = Field(unique=True, index=True)
+    name: str = Field(max_length=200)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class ProjectSettingsRow(SQLModel, table=True):
+    __tablename__ = "project_settings"
+    project_id: str = Field(primary_key=True, foreign_key="project.id", max_length=32)
+    language: str = Field(default="zh", max_length=8)
+    narrative_person: str = Field(default="", max_length=200)
+    style_notes: str = Field(default="")
+    model: str = Field(default="gpt-4", max_length=100)
+    tokenizer_path: str | None = Field(default=None)
+    skill_prompts: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    version: int = Field(default=1)
+
+
+class ConstraintRow(SQLModel, table=True):
+    __tablename__ = "constraint_rule"
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: str = Field(foreign_key="project.id", index=True, max_length=32)
+    kind: str = Field(max_length=16)  # narrative | character | world | style | plot
+    text: str
+    source: str = Field(default="user", max_length=8)  # user | kg
+    priority: int = Field(default=0)
+    version: int = Field(default=1)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class KgEntityRow(SQLModel, table=True):
+    __tablename__ = "kg_entity"
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: str = Field(foreign_key="project.id", index=True, max_length=32)
+    kind: str = Field(max_length=16)  # character | location | object | group | concept
+    name: str = Field(max_length=200)
+    aliases: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    description: str = Field(default="")
+    version: int = Field(default=1)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class SemanticRuleRow(SQLModel, table=True):
+    __tablename__ = "semantic_rule"
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: str = Field(foreign_key="project.id", index=True, max_length=32)
+    text: str
+    category: str = Field(default="", max_length=50)
+    confidence: float = Field(default=0.5)
+    confirmed: bool = Field(default=False)
+    version: int = Field(default=1)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class EpisodicMemoryRow(SQLModel, table=True):
+    __tablename__ = "episodic_memory"
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: str = Field(foreign_key="project.id", index=True, max_length=32)
+    document_id: str | None = Field(default=None)
+    skill_id: str | None = Field(default=None, max_length=50)
+    instruction: str = Field(default="")
+    output: str
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class BudgetProfileRow(SQLModel, table=True):
+    __tablename__ = "budget_profile"
+    project_id: str = Field(primary_key=True, foreign_key="project.id", max_length=32)
+    version: int = Field(default=1)
+    context_window: int = Field(default=8192)
+    output_reserve: int = Field(default=1024)
+    rules_ratio: float = Field(default=0.15)
+    settings_ratio: float = Field(default=0.10)
+    retrieved_ratio: float = Field(default=0.25)
+    immediate_ratio: float = Field(default=0.50)
+    rules_min: int = Field(default=500)
+    settings_min: int = Field(default=200)
+    retrieved_min: int = Field(default=0)
+    immediate_min: int = Field(default=2000)
