@@ -1,0 +1,1 @@
+"""The context engine: layers, budgeting and trimming, rendering, prefix hashing."""

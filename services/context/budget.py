@@ -1,0 +1,52 @@
+"""Budget arithmetic and profile validation (docs/budget.md)."""
+
+from __future__ import annotations
+
+import math
+
+from services.context.models import LAYER_ORDER, Budget, BudgetProfile, Layer
+from services.errors import InputTooLarge, InvalidInput
+
+# The spec's capacity limit for everything gathered for one request.
+MAX_INPUT_TOKENS = 64 * 1024
+
+
+def validate_profile(profile: BudgetProfile) -> BudgetProfile:
+    """Refuse profiles that cannot describe a budget; return the profile otherwise."""
+    problems = []
+    if profile.context_window <= 0:
+        problems.append("contextWindow must be positive")
+    if profile.output_reserve < 0 or profile.output_reserve >= profile.context_window:
+        problems.append("outputReserve must be at least 0 and below contextWindow")
+    if any(r < 0 or r > 1 or not math.isfinite(r) for r in profile.ratios):
+        problems.append("each ratio must be between 0 and 1")
+    elif not math.isclose(sum(profile.ratios), 1.0, abs_tol=1e-6):
+        problems.append("ratios must sum to 1")
+    if any(m < 0 for m in profile.minimums):
+        problems.append("minimums must not be negative")
+    elif any(m > profile.context_window for m in profile.minimums):
+        problems.append("no minimum may exceed contextWindow")
+    if problems:
+        raise InvalidInput("Invalid budget profile: " + "; ".join(problems), problems=problems)
+    return profile
+
+
+def make_budget(profile: BudgetProfile, system_prompt_tokens: int) -> Budget:
+    """Total = context window - output reserve - system prompt; shares by ratio."""
+    total = profile.context_window - profile.output_reserve - system_prompt_tokens
+    if total <= 0:
+        raise InputTooLarge("The system prompt and output reserve leave no room for context",
+                            total=total, systemPromptTokens=system_prompt_tokens)
+    return Budget(
+        context_window=profile.context_window,
+        output_reserve=profile.output_reserve,
+        system_prompt_tokens=system_prompt_tokens,
+        total=total,
+        shares={layer: math.floor(profile.ratio(layer) * total) for layer in LAYER_ORDER},
+        minimums={layer: profile.minimum(layer) for layer in LAYER_ORDER},
+    )
+
+
+def rules_allowance(budget: Budget) -> int:
+    """How large Rules may grow before it warns and sheds knowledge-graph content."""
+    return max(budget.shares[Layer.RULES], min(budget.minimums[Layer.RULES], budget.total))

@@ -1,0 +1,72 @@
+"""Cut text to a token budget, keeping what is nearest the cursor.
+
+Cuts land on a sentence boundary (。！？.!? and line ends, with any closing
+quotes) when one is near, so the model never sees half a sentence at the far
+edge of the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+Count = Callable[[str], int]
+
+_ENDS = frozenset("。！？!?.…\n")
+_CLOSERS = frozenset("\"'”’」』）)】 \t")
+# Look for a boundary only this far into the kept text, as a share of it.
+_SNAP_SHARE = 0.35
+
+
+def _first_start(text: str, max_tokens: int, count: Count) -> int:
+    """Smallest start index whose suffix fits ``max_tokens`` (binary search)."""
+    lo, hi = 0, len(text)  # suffix from hi (empty) always fits
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if count(text[mid:]) <= max_tokens:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _snap_forward(text: str, start: int) -> int:
+    """Move ``start`` just past the next sentence end, if one is near."""
+    limit = start + int((len(text) - start) * _SNAP_SHARE)
+    for i in range(start, min(limit, len(text))):
+        if text[i] in _ENDS:
+            j = i + 1
+            while j < len(text) and text[j] in _CLOSERS:
+                j += 1
+            return j
+    return start
+
+
+def keep_tail(text: str, max_tokens: int, count: Count) -> str:
+    """The longest suffix of ``text`` within ``max_tokens``, starting a sentence if possible."""
+    if max_tokens <= 0 or not text:
+        return ""
+    if count(text) <= max_tokens:
+        return text
+    start = _first_start(text, max_tokens, count)
+    return text[_snap_forward(text, start):] if start > 0 else text
+
+
+def keep_head(text: str, max_tokens: int, count: Count) -> str:
+    """The longest prefix of ``text`` within ``max_tokens``, ending a sentence if possible."""
+    if max_tokens <= 0 or not text:
+        return ""
+    if count(text) <= max_tokens:
+        return text
+    lo, hi = 0, len(text)  # prefix of length lo always fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid]) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    end = lo
+    floor = int(end * (1 - _SNAP_SHARE))
+    for i in range(end - 1, floor - 1, -1):
+        if text[i] in _ENDS:
+            return text[: i + 1]
+    return text[:end]

@@ -1,0 +1,163 @@
+"""The assembly pipeline: budget semantics, exact counts, determinism."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from services.context.engine import Request, assemble
+from services.context.hashing import sha256_hex
+from services.context.models import BudgetProfile, Layer
+from services.errors import InputTooLarge, ScopeViolation
+from tests.services.context.factory import PROJECT, counter, item, window
+
+CHAPTER = "我推开灯塔的门，海风灌进来。台阶一级一级向上。" * 40
+
+
+def _request(items: tuple[object, ...] = (), *, before: str = CHAPTER, after: str = "",
+             profile: BudgetProfile | None = None, instruction: str | None = None,
+             system_prompt_tokens: int = 40) -> Request:
+    return Request(project_id=PROJECT, language="zh", profile=profile or BudgetProfile(),
+                   system_prompt_tokens=system_prompt_tokens, items=tuple(items),  # type: ignore[arg-type]
+                   window=window(before, after), instruction=instruction,
+                   instruction_tokens=counter().count(instruction or ""))
+
+
+def _fates(result: object) -> dict[str, tuple[str, str | None]]:
+    return {r.id: (r.fate, r.reason) for r in result.reports}  # type: ignore[attr-defined]
+
+
+def test_everything_fits_nothing_trimmed() -> None:
+    """Within budget every item is included and no layer reports truncation."""
+    items = (item("c1", "constraints", "严格第一人称叙述", 10),
+             item("s1", "preferences", "动作场景偏好短句", 0.9),
+             item("r1", "passages", "钥匙藏在第三级台阶下。", 0.8))
+    result = assemble(_request(items), counter())
+    assert all(fate == "included" for fate, _ in _fates(result).values())
+    assert not any(layer.truncated for layer in result.layers.values())
+    assert result.token_count == counter().count(result.prompt) <= result.budget.total
+
+
+def test_retrieved_is_trimmed_first_lowest_score_first() -> None:
+    """Over budget, the lowest-scoring retrieved chunk goes first; other layers stay whole."""
+    chunk = "灯塔的第三级台阶下藏着一把生锈的钥匙，" * 12
+    items = tuple(item(f"r{n}", "passages", f"{n}:{chunk}", key=n / 10) for n in range(1, 6))
+    profile = BudgetProfile(context_window=2200, output_reserve=200)
+    result = assemble(_request(items, before=CHAPTER[:600], profile=profile), counter())
+    fates = _fates(result)
+    dropped = sorted(k for k, (fate, _) in fates.items() if fate == "dropped")
+    assert dropped
+    assert dropped == [f"r{n}" for n in range(1, len(dropped) + 1)]
+    assert all(fates[k] == ("dropped", "budget") for k in dropped)
+    assert result.layers[Layer.RETRIEVED].truncated
+    assert not result.layers[Layer.IMMEDIATE].truncated
+    assert result.token_count <= result.budget.total
+
+
+def test_minimum_is_a_guarantee_before_going_lower() -> None:
+    """Settings keeps its minimum while Immediate still has room to give."""
+    items = tuple(item(f"s{n}", "preferences", f"偏好{n}：动作场景偏好短句，对话少用副词。", key=n / 10)
+                  for n in range(1, 9))
+    profile = BudgetProfile(context_window=1250, output_reserve=100, minimums=(100, 150, 0, 300))
+    result = assemble(_request(items, profile=profile), counter())
+    settings_layer = result.layers[Layer.SETTINGS]
+    assert settings_layer.tokens >= 150
+    assert result.layers[Layer.IMMEDIATE].truncated
+    assert result.layers[Layer.IMMEDIATE].tokens >= 300
+    assert result.token_count <= result.budget.total
+    assert result.token_count <= result.budget.total
+
+
+def test_immediate_keeps_text_nearest_the_cursor_on_a_sentence_boundary() -> None:
+    """The window is cut from the far end and starts at a sentence."""
+    before = "".join(f"第{n}句话在这里结束。" for n in range(400))
+    profile = BudgetProfile(context_window=1200, output_reserve=100, minimums=(0, 0, 0, 200))
+    result = assemble(_request((), before=before, profile=profile), counter())
+    text = result.layers[Layer.IMMEDIATE].text
+    body = text.split("\n", 1)[1]
+    assert before.endswith(body)
+    assert body.startswith("第")
+    assert "第399句话在这里结束。" in body
+
+
+def test_scope_violation_refuses_the_request() -> None:
+    """An item from another project fails the assembly instead of being injected."""
+    items = (item("r1", "passages", "别的项目的段落", project_id="project-b"),)
+    with pytest.raises(ScopeViolation):
+        assemble(_request(items), counter())
+
+
+def test_malformed_items_are_skipped_with_a_warning() -> None:
+    """A negative token count is skipped with CONTEXT_LAYER_INVALID; assembly continues."""
+    items = (item("bad", "passages", "坏数据", tokens=-5), item("ok", "passages", "好数据"))
+    result = assemble(_request(items), counter())
+    assert _fates(result)["bad"] == ("dropped", "invalid")
+    assert any(w.startswith("CONTEXT_LAYER_INVALID") for w in result.warnings)
+    assert _fates(result)["ok"][0] == "included"
+
+
+def test_duplicates_are_skipped() -> None:
+    """A retrieved chunk already in the window, or repeating another, is a duplicate."""
+    items = (item("r1", "passages", "台阶一级一级向上。"),
+             item("r2", "passages", "她把钥匙放回口袋。"),
+             item("r3", "history", "她把钥匙放回口袋。"))
+    fates = _fates(assemble(_request(items), counter()))
+    assert fates["r1"] == ("dropped", "duplicate")
+    assert fates["r2"] == ("included", None)
+    assert fates["r3"] == ("dropped", "duplicate")
+
+
+def test_input_above_64k_tokens_is_refused() -> None:
+    """Gathered input above 64k tokens answers CONTEXT_INPUT_TOO_LARGE."""
+    items = (item("r1", "passages", "x", tokens=70_000),)
+    with pytest.raises(InputTooLarge):
+        assemble(_request(items), counter())
+
+
+def test_stable_prefix_is_rules_and_settings() -> None:
+    """The stable prefix is a true prefix of the prompt and its hash is SHA-256 of its bytes."""
+    items = (item("c1", "constraints", "本世界没有魔法"), item("s1", "preferences", "偏好短句"),
+             item("r1", "passages", "前文"))
+    result = assemble(_request(items), counter())
+    assert result.prompt.startswith(result.stable_prefix)
+    assert result.stable_prefix.endswith("- 偏好短句")
+    assert result.stable_prefix_hash == sha256_hex(result.stable_prefix)
+    assert result.prefix_hashes[Layer.SETTINGS] == result.stable_prefix_hash
+    assert result.prefix_hashes[Layer.IMMEDIATE] == sha256_hex(result.prompt)
+
+
+text_piece = st.text(alphabet=st.sampled_from(list("灯塔台阶钥匙海风林远。，！？abc xyz.!?\n")),
+                     min_size=1, max_size=60)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rules=st.lists(text_piece, max_size=6),
+    prefs=st.lists(st.tuples(text_piece, st.floats(0, 1)), max_size=6),
+    chunks=st.lists(st.tuples(text_piece, st.floats(0, 1)), max_size=12),
+    before=st.text(alphabet=st.sampled_from(list("我推开门。海风很冷！Hello world. ")), max_size=3000),
+    after=st.text(alphabet=st.sampled_from(list("后文。abc ")), max_size=300),
+    window_size=st.integers(300, 6000),
+    reserve=st.integers(0, 200),
+    minimums=st.tuples(st.integers(0, 100), st.integers(0, 100), st.integers(0, 50), st.integers(0, 300)),
+    language=st.sampled_from(["zh", "en"]),
+)
+def test_token_count_is_exact_and_within_budget(
+        rules: list[str], prefs: list[tuple[str, float]], chunks: list[tuple[str, float]], before: str,
+        after: str, window_size: int, reserve: int, minimums: tuple[int, int, int, int],
+        language: str) -> None:
+    """tokenCount equals the tokenizer's count of the prompt and never exceeds the budget."""
+    items = (*(item(f"c{n}", "constraints", t, key=n) for n, t in enumerate(rules)),
+             *(item(f"s{n}", "preferences", t, key=k) for n, (t, k) in enumerate(prefs)),
+             *(item(f"r{n}", "passages", t, key=k) for n, (t, k) in enumerate(chunks)))
+    profile = BudgetProfile(context_window=window_size, output_reserve=reserve, minimums=minimums)
+    request = Request(project_id=PROJECT, language=language, profile=profile, system_prompt_tokens=30,
+                      items=items, window=window(before, after), instruction="continue",
+                      instruction_tokens=1)
+    result = assemble(request, counter())
+    assert result.token_count == counter().tokenizer.count(result.prompt)
+    assert result.token_count <= result.budget.total
+    assert result.prompt.startswith(result.stable_prefix)
+    again = assemble(request, counter())
+    assert (again.prompt, again.stable_prefix_hash) == (result.prompt, result.stable_prefix_hash)
