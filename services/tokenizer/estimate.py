@@ -62,3 +62,14 @@ class EstimateTokenizer:
 
     def decode(self, tokens: list[int]) -> str:
         return "".join(self._texts[t] for t in tokens)
+
+
+class ConservativeEstimate(EstimateTokenizer):
+    """An estimate that errs high (two UTF-8 bytes per token at most), for budget fallbacks.
+
+    BPE vocabularies average three or more bytes per token on prose in both
+    Chinese and English, so a prompt fitted with these counts still fits.
+    """
+
+    def count(self, text: str) -> int:
+        return max(super().count(text), -(-len(text.encode("utf-8", "surrogatepass")) // 2))

@@ -1,0 +1,1 @@
+"""Context assembly as a service: resolve, gather from providers, run the engine, remember prefixes."""

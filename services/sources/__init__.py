@@ -1,0 +1,1 @@
+"""One provider per layer source. Providers do I/O and may fail; failures become warnings."""

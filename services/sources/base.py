@@ -1,0 +1,50 @@
+"""What a provider receives and returns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from services.context.counting import CountCache
+from services.context.models import Item, Window
+from services.context.skills import Skill
+
+
+@dataclass(frozen=True, slots=True)
+class GatherContext:
+    """Where the writer is, as every provider sees it."""
+
+    project_id: str
+    document_id: str
+    language: str
+    skill: Skill
+    window: Window
+    additional_input: str
+    counter: CountCache
+
+    @property
+    def cursor_text(self) -> str:
+        """The text around the cursor, for relevance."""
+        return self.window.before + self.window.after
+
+    @property
+    def query(self) -> str:
+        """What retrieval searches with: text just before the cursor plus the instruction."""
+        return self.window.before[-800:] + "\n" + self.additional_input
+
+
+class Provider(Protocol):
+    """A source of items for one or more layers."""
+
+    @property
+    def name(self) -> str:
+        """The fault name and log name: constraints, kg, memory, retrieval."""
+        ...
+
+    @property
+    def warning(self) -> str:
+        """The warning code used when this provider fails, e.g. KG_UNAVAILABLE."""
+        ...
+
+    async def gather(self, ctx: GatherContext) -> Sequence[Item]: ...

@@ -1,0 +1,131 @@
+"""Providers for constraints, the knowledge graph and the two memories.
+
+Each reads its records for one project through an injected ``fetch`` and turns
+them into layer items with their ordering keys. Relevance is computed against
+the text around the cursor.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.context.models import Item, Layer
+from services.sources.base import GatherContext
+from services.sources.records import ConstraintLike, EntityLike, EpisodeLike, Fetch, SemanticRuleLike
+from services.sources.relevance import features, similarity
+
+ENTITY_KINDS = {
+    "zh": {"character": "角色", "location": "地点", "object": "物品", "group": "组织", "concept": "概念"},
+    "en": {"character": "character", "location": "place", "object": "object", "group": "group",
+           "concept": "concept"},
+}
+
+
+def _constraint_item(record: ConstraintLike, ctx: GatherContext) -> Item:
+    return Item(id=f"constraint:{record.id}", layer=Layer.RULES, section="constraints",
+                source=f"constraint:{record.kind}", text=record.text,
+                tokens=ctx.counter.count(record.text), key=float(record.priority), key_name="priority",
+                project_id=record.project_id, origin="kg" if record.source == "kg" else "user")
+
+
+@dataclass(frozen=True)
+class UserConstraintsProvider:
+    """The writer's own constraints: the top of Rules, never dropped for the knowledge graph."""
+
+    fetch: Fetch[ConstraintLike]
+    name: str = "constraints"
+    warning: str = "CONSTRAINTS_UNAVAILABLE"
+
+    async def gather(self, ctx: GatherContext) -> Sequence[Item]:
+        return [_constraint_item(r, ctx) for r in await self.fetch(ctx.project_id) if r.source != "kg"]
+
+
+@dataclass(frozen=True)
+class KnowledgeGraphProvider:
+    """kg-derived constraints and entity sheets (角色设定)."""
+
+    fetch_constraints: Fetch[ConstraintLike]
+    fetch_entities: Fetch[EntityLike]
+    name: str = "kg"
+    warning: str = "KG_UNAVAILABLE"
+
+    async def gather(self, ctx: GatherContext) -> Sequence[Item]:
+        constraints = [_constraint_item(r, ctx) for r in await self.fetch_constraints(ctx.project_id)
+                       if r.source == "kg"]
+        near = features(ctx.cursor_text)
+        return constraints + [self._entity(e, ctx, near) for e in await self.fetch_entities(ctx.project_id)]
+
+    @staticmethod
+    def _entity(entity: EntityLike, ctx: GatherContext, near: set[str]) -> Item:
+        kinds = ENTITY_KINDS.get(ctx.language, ENTITY_KINDS["en"])
+        kind = kinds.get(entity.kind, entity.kind)
+        if ctx.language == "zh":
+            aliases = f"；别名：{'、'.join(entity.aliases)}" if entity.aliases else ""
+            text = f"{entity.name}（{kind}{aliases}）：{entity.description}"
+        else:
+            aliases = f"; also {', '.join(entity.aliases)}" if entity.aliases else ""
+            text = f"{entity.name} ({kind}{aliases}): {entity.description}"
+        relevance = similarity(features(f"{entity.name} {entity.description}"), near)
+        return Item(id=f"entity:{entity.id}", layer=Layer.RULES, section="entities",
+                    source=f"kg:{entity.kind}", text=text, tokens=ctx.counter.count(text),
+                    key=round(relevance, 6), key_name="relevance", project_id=entity.project_id,
+                    origin="kg", names=(entity.name, *entity.aliases))
+
+
+@dataclass(frozen=True)
+class SemanticMemoryProvider:
+    """Confirmed preference rules, by confidence (Settings layer)."""
+
+    fetch: Fetch[SemanticRuleLike]
+    name: str = "memory"
+    warning: str = "MEMORY_UNAVAILABLE"
+
+    async def gather(self, ctx: GatherContext) -> Sequence[Item]:
+        return [
+            Item(id=f"semantic:{r.id}", layer=Layer.SETTINGS, section="preferences", source="semantic",
+                 text=r.text, tokens=ctx.counter.count(r.text), key=float(r.confidence),
+                 key_name="confidence", project_id=r.project_id)
+            for r in await self.fetch(ctx.project_id) if r.confirmed
+        ]
+
+
+# How fast an older interaction loses weight against a newer one, per step of age rank.
+_RECENCY_DECAY = 0.85
+
+
+@dataclass(frozen=True)
+class EpisodicMemoryProvider:
+    """Past accepted interactions, by relevance to the cursor text and recency (Retrieved layer)."""
+
+    fetch: Fetch[EpisodeLike]
+    name: str = "memory"
+    warning: str = "MEMORY_UNAVAILABLE"
+
+    async def gather(self, ctx: GatherContext) -> Sequence[Item]:
+        episodes = sorted(await self.fetch(ctx.project_id), key=lambda e: e.created_at, reverse=True)
+        near = features(ctx.cursor_text + " " + ctx.additional_input)
+        return [self._item(e, rank, near, ctx) for rank, e in enumerate(episodes)]
+
+    @staticmethod
+    def _item(episode: EpisodeLike, rank: int, near: set[str], ctx: GatherContext) -> Item:
+        label = ("指令", "采纳") if ctx.language == "zh" else ("Instruction", "Accepted")
+        text = f"{label[0]}：{episode.instruction}\n{label[1]}：{episode.output}" if ctx.language == "zh" \
+            else f"{label[0]}: {episode.instruction}\n{label[1]}: {episode.output}"
+        relevance = similarity(features(episode.instruction + " " + episode.output), near)
+        score = 0.7 * relevance + 0.3 * math.pow(_RECENCY_DECAY, rank)
+        return Item(id=f"episode:{episode.id}", layer=Layer.RETRIEVED, section="history",
+                    source="episodic", text=text, tokens=ctx.counter.count(text), key=round(score, 6),
+                    key_name="score", project_id=episode.project_id)
+
+
+@dataclass(frozen=True)
+class NullRetrievalProvider:
+    """The document-chunk retrieval slot, empty until an index is plugged in."""
+
+    name: str = "retrieval"
+    warning: str = "RETRIEVAL_UNAVAILABLE"
+
+    async def gather(self, ctx: GatherContext) -> Sequence[Item]:
+        return []

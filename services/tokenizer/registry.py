@@ -1,0 +1,79 @@
+"""The tokenizer a project's model uses, built once per model and shared."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import structlog
+
+from services.tokenizer.base import Tokenizer, TokenizerInfo
+from services.tokenizer.resolve import resolve_tokenizer
+
+_log = structlog.get_logger("tokenizer")
+
+# Model-name prefixes and the tiktoken encoding their counts come from; longest prefix wins.
+MODEL_ENCODINGS: dict[str, str] = {
+    "gpt-4o": "o200k_base",
+    "gpt-4.1": "o200k_base",
+    "gpt-5": "o200k_base",
+    "o1": "o200k_base",
+    "o3": "o200k_base",
+    "o4": "o200k_base",
+    "gpt-4": "cl100k_base",
+    "gpt-3.5": "cl100k_base",
+    "text-embedding-3": "cl100k_base",
+}
+
+
+def encoding_for_model(model: str, default: str = "cl100k_base") -> str:
+    matches = [p for p in MODEL_ENCODINGS if model.lower().startswith(p)]
+    return MODEL_ENCODINGS[max(matches, key=len)] if matches else default
+
+
+class HuggingFaceTokenizer:
+    """Exact counts for open models from a local ``tokenizer.json`` (Qwen, Llama, ...)."""
+
+    def __init__(self, path: Path) -> None:
+        from tokenizers import Tokenizer as HfTokenizer
+
+        self._tokenizer = HfTokenizer.from_file(str(path))
+        self._info = TokenizerInfo(encoding=f"hf:{path.name}", source="bundled", exact=True)
+
+    @property
+    def info(self) -> TokenizerInfo:
+        return self._info
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def decode(self, tokens: list[int]) -> str:
+        return str(self._tokenizer.decode(tokens))
+
+
+class TokenizerRegistry:
+    """One tokenizer per encoding or tokenizer file, loaded on first use."""
+
+    def __init__(self, default_encoding: str = "cl100k_base") -> None:
+        self.default_encoding = default_encoding
+        self._loaded: dict[str, Tokenizer] = {}
+        self._lock = threading.Lock()
+
+    def for_model(self, model: str, tokenizer_path: str | None = None) -> Tokenizer:
+        key = f"file:{tokenizer_path}" if tokenizer_path else encoding_for_model(model, self.default_encoding)
+        with self._lock:
+            if key not in self._loaded:
+                self._loaded[key] = self._load(key, tokenizer_path)
+            return self._loaded[key]
+
+    def _load(self, key: str, tokenizer_path: str | None) -> Tokenizer:
+        if tokenizer_path:
+            try:
+                return HuggingFaceTokenizer(Path(tokenizer_path))
+            except Exception as exc:  # a missing or broken file: fall back, labelled
+                _log.warning("tokenizer.file_failed", exc_type=type(exc).__name__)
+                return resolve_tokenizer(self.default_encoding)
+        return resolve_tokenizer(key)
