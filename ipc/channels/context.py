@@ -8,6 +8,7 @@ from pydantic import Field
 
 from ipc.context import CallContext
 from ipc.errors import (
+    Backpressure,
     BudgetConflict,
     DocumentNotFound,
     Forbidden,
@@ -27,7 +28,7 @@ from services.context.budget import validate_profile
 from services.context.models import LAYER_ORDER, BudgetProfile, Layer
 
 _ASSEMBLE_ERRORS = (ProjectNotFound, DocumentNotFound, SkillNotFound, InvalidParams, InputTooLarge,
-                    ScopeViolation)
+                    ScopeViolation, Backpressure)
 
 
 class AssembleParams(WireModel):

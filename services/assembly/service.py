@@ -17,6 +17,7 @@ import structlog
 
 from services.assembly.faults import FailingTokenizer, Fault, Faults
 from services.assembly.prefixes import PrefixMemory
+from services.concurrency.limiter import KeyedLimiter
 from services.context.budget import MAX_INPUT_TOKENS, make_budget
 from services.context.counting import CountCache
 from services.context.engine import Request, assemble
@@ -104,15 +105,23 @@ class Collaborators:
 
 class ContextService:
     def __init__(self, collaborators: Collaborators, *, deadline: float = 2.0,
-                 faults: Faults | None = None, prefixes: PrefixMemory | None = None) -> None:
+                 faults: Faults | None = None, prefixes: PrefixMemory | None = None,
+                 limiter: KeyedLimiter | None = None) -> None:
         self._c = collaborators
         self._deadline = deadline
+        self.limiter = limiter or KeyedLimiter()
         self.faults = faults or Faults()
         self._prefixes = prefixes or PrefixMemory()
         self._counters: dict[int, CountCache] = {}
 
     async def assemble(self, request: AssembleRequest, *, override: BudgetProfile | None = None,
                        remember: bool = True) -> Outcome:
+        """Assemble within the per-document concurrency limit (CONTEXT_BACKPRESSURE past it)."""
+        async with self.limiter.slot((request.project_id, request.document_id)):
+            return await self._assemble(request, override, remember)
+
+    async def _assemble(self, request: AssembleRequest, override: BudgetProfile | None,
+                        remember: bool) -> Outcome:
         settings = await self._c.settings(request.project_id)
         skill = get_skill(request.skill_id)
         language = settings.language if settings.language in UNAVAILABLE else "en"

@@ -1,0 +1,1 @@
+"""Concurrency limits shared by services."""

@@ -1,0 +1,119 @@
+"""ContextService with in-memory collaborators: resolution, providers, prefixes, faults."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from structlog.testing import capture_logs
+
+from services.assembly.faults import Fault
+from services.assembly.service import AssembleRequest
+from services.context.models import Layer
+from services.errors import Backpressure, InvalidInput, ScopeViolation, SkillNotFound
+from tests.services.assembly.fakes import Constraint, Entity, Rule, World
+
+CHAPTER = "我推开灯塔的门，海风灌进来。林远站在台阶上，没有说话。" * 30
+
+
+def _world() -> World:
+    world = World(documents={"ch10.md": CHAPTER})
+    world.settings.narrative_person = "第一人称"
+    world.constraints.append(Constraint(1, "p1", "严格第一人称叙述", priority=5))
+    world.entities.append(Entity(1, "p1", "林远", "灯塔看守人，性格冷静。", aliases=["小远"]))
+    world.rules.append(Rule(1, "p1", "动作场景偏好短句", confidence=0.9))
+    world.episode(1, "续写林远开门", "他推开门，风很冷。")
+    return world
+
+
+def _request(cursor: int = len(CHAPTER), skill: str = "continue", extra: str = "") -> AssembleRequest:
+    return AssembleRequest("p1", "ch10.md", cursor, skill, extra)
+
+
+async def test_unknown_skill() -> None:
+    """An unknown skill is SKILL_NOT_FOUND."""
+    with pytest.raises(SkillNotFound):
+        await _world().service().assemble(_request(skill="sing"))
+
+
+async def test_cursor_out_of_range() -> None:
+    """A cursor beyond the document is invalid input."""
+    with pytest.raises(InvalidInput):
+        await _world().service().assemble(_request(cursor=len(CHAPTER) + 1))
+
+
+async def test_cursor_counts_code_points() -> None:
+    """cursorPosition is a code-point offset: text before it ends exactly there."""
+    world = World(documents={"ch10.md": "𝔸𝔹林远。" * 10})
+    outcome = await world.service().assemble(AssembleRequest("p1", "ch10.md", 3, "continue"))
+    assert outcome.assembly.layers[Layer.IMMEDIATE].text.endswith("𝔸𝔹林")
+
+
+async def test_kg_unavailable_degrades() -> None:
+    """With the kg fault, Rules keeps only user constraints and a KG_UNAVAILABLE warning is added."""
+    service = _world().service()
+    service.faults.set(frozenset({Fault.KG}))
+    outcome = await service.assemble(_request())
+    rules = outcome.assembly.layers[Layer.RULES].text
+    assert "严格第一人称叙述" in rules
+    assert "林远（角色" not in rules
+    assert "KG_UNAVAILABLE: 知识图谱数据未注入" in outcome.assembly.warnings
+
+
+async def test_tokenizer_failure_falls_back() -> None:
+    """A tokenizer failure uses the default profile and a conservative estimate, with a warning."""
+    service = _world().service()
+    service.faults.set(frozenset({Fault.TOKENIZER}))
+    outcome = await service.assemble(_request())
+    assert any(w.startswith("CONTEXT_BUDGET_FALLBACK") for w in outcome.assembly.warnings)
+    assert not outcome.exact
+    assert outcome.assembly.token_count <= outcome.assembly.budget.total
+
+
+async def test_foreign_item_is_refused_and_logged() -> None:
+    """An item from another project fails the request with a security log line."""
+    service = _world().service()
+    service.faults.set(frozenset({Fault.FOREIGN_ITEM}))
+    with capture_logs() as logs, pytest.raises(ScopeViolation):
+        await service.assemble(_request())
+    assert any(e["event"] == "security.scope_violation" for e in logs)
+
+
+async def test_stable_prefix_across_calls_and_after_a_new_rule() -> None:
+    """Unchanged rules and settings keep the prefix; a newly confirmed rule changes it."""
+    world = _world()
+    service = world.service()
+    first = await service.assemble(_request(cursor=500))
+    second = await service.assemble(_request(cursor=600))
+    third = await service.assemble(_request(cursor=700))
+    assert not first.stable_prefix_unchanged
+    assert second.stable_prefix_unchanged
+    assert third.stable_prefix_unchanged
+    world.rules.append(Rule(2, "p1", "对话中少用感叹号", confidence=0.95))
+    fourth = await service.assemble(_request(cursor=700))
+    assert not fourth.stable_prefix_unchanged
+    assert fourth.divergence is not None
+    assert fourth.divergence.layer is Layer.SETTINGS
+
+
+async def test_backpressure_past_the_queue() -> None:
+    """Past 4 running and the queue bound, assemblies of one document are refused at once."""
+    world = _world()
+    service = world.service()
+    release = asyncio.Event()
+    original = world.read
+
+    async def slow_read(project_id: str, document_id: str) -> str:
+        await release.wait()
+        return await original(project_id, document_id)
+
+    world.read = slow_read  # type: ignore[method-assign]
+    service = world.service()
+    tasks = [asyncio.ensure_future(service.assemble(_request())) for _ in range(20)]
+    await asyncio.sleep(0.05)
+    refused = [t for t in tasks if t.done()]
+    assert len(refused) == 20 - service.limiter.per_key - service.limiter.queue
+    assert all(isinstance(t.exception(), Backpressure) for t in refused)
+    release.set()
+    finished = await asyncio.gather(*(t for t in tasks if t not in refused))
+    assert all(o.assembly.token_count <= o.assembly.budget.total for o in finished)
