@@ -29,7 +29,7 @@ Phases, in order:
 
 Latency is per call, from just before the send to the matching reply.
 Logging is as the server runs by default: structlog filtering at ``info`` and a
-``Dispatcher`` without ``trace``, so no call logs anything.
+``Dispatcher`` without ``trace``, so a successful call logs nothing.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import bench_rpc  # the script, imported as a module from scripts/
+from scripts import bench_rpc
 
 
 def assert_sane(stats: bench_rpc.Stats, calls: int) -> None:
