@@ -78,17 +78,18 @@ class Dispatcher:
         try:
             reply = await self._run(call, ctx)
         except StrataError as err:
-            reply = error_reply(call.id, from_domain(err.code, err.text, err.fields))
+            wire = from_domain(err.code, err.text, err.fields)
+            reply = error_reply(call.id, self._internal(call, err) if wire is None else wire)
         except RpcError as err:
             reply = error_reply(call.id, err)
             if self._trace:
-                self._log.debug("rpc.error", method=call.method, code=err.data_code)
+                self._log.debug("rpc.error", method=self._name(call), code=err.data_code)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             reply = error_reply(call.id, self._internal(call, exc))
         if self._trace:
-            self._log.debug("rpc.call", method=call.method, reply_bytes=len(reply),
+            self._log.debug("rpc.call", method=self._name(call), reply_bytes=len(reply),
                             ms=round((time.perf_counter() - started) * 1000, 3))
         return None if call.is_notification else reply
 
@@ -100,12 +101,16 @@ class Dispatcher:
         result = await method.handler(params, ctx)
         return success_reply(call.id, result.model_dump(mode="json", by_alias=True))
 
+    def _name(self, call: Call) -> str:
+        """The method name for logs: only names we serve, never arbitrary client text."""
+        return call.method if self.registry.get(call.method) is not None else "<unknown>"
+
     def _internal(self, call: Call, exc: Exception) -> InternalError:
         error_id = uuid.uuid4().hex[:16]
         self._log.error(
             "rpc.internal_error",
             error_id=error_id,
-            method=call.method,
+            method=self._name(call),
             exc_type=type(exc).__name__,
             where=code_locations(exc),
         )

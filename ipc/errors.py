@@ -193,12 +193,14 @@ class SkillNotFound(RpcError):
     message = "No skill with this id"
 
 
-def from_domain(code: str, text: str, fields: dict[str, Any]) -> RpcError:
-    """The wire error for a domain error's string code (INTERNAL if unknown)."""
+def from_domain(code: str, text: str, fields: dict[str, Any]) -> RpcError | None:
+    """The wire error for a domain error's string code; None if it has none (treat as internal)."""
+    if code == InternalError.data_code:
+        return None
     for cls in all_error_classes():
         if cls.data_code == code:
             return cls(text, **fields)
-    return InternalError()
+    return None
 
 
 def all_error_classes() -> list[type[RpcError]]:

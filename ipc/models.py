@@ -12,6 +12,7 @@ class WireModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         frozen=True,
+        allow_inf_nan=False,
     )
 
 

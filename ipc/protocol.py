@@ -11,6 +11,7 @@ and an invalid entry of a batch gets its own error without spoiling the rest.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,8 +48,15 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(name)
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 parses to inf, which no reply could carry
+        raise ValueError("number out of range")
+    return value
+
+
 # Built once: json.loads/dumps with keyword arguments build a new coder per call.
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
@@ -72,8 +80,16 @@ def dumps(obj: Any) -> str:
     return text
 
 
+_LAST_RESORT = ('{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error",'
+                '"data":{"code":"INTERNAL"}},"id":null}')
+
+
 def error_reply(id_: Any, error: RpcError) -> str:
-    return dumps({"jsonrpc": JSONRPC, "error": error.to_error(), "id": _reply_id(id_)})
+    """An error reply; never raises, even if an error's fields are not JSON."""
+    try:
+        return dumps({"jsonrpc": JSONRPC, "error": error.to_error(), "id": _reply_id(id_)})
+    except (TypeError, ValueError):
+        return _LAST_RESORT
 
 
 def success_reply(id_: Any, result: Any) -> str:
@@ -89,7 +105,9 @@ def batch_reply(parts: list[str]) -> str | None:
 def _valid_id(value: Any) -> bool:
     if value is None or isinstance(value, str):
         return True
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _reply_id(id_: Any) -> Any:

@@ -21,9 +21,9 @@ from pydantic import ValidationError
 
 from ipc.context import CallContext, Peer, Role
 from ipc.dispatch import Dispatcher
-from ipc.errors import RequestCancelled, RpcError, ShuttingDown, TooManyRequests
+from ipc.errors import InternalError, RequestCancelled, RpcError, ShuttingDown, TooManyRequests
 from ipc.models import WireModel
-from ipc.protocol import Call, batch_reply, dumps, error_reply, parse_frame
+from ipc.protocol import Call, batch_reply, dumps, error_reply, parse_frame, success_reply
 
 CANCEL_METHOD = "$/cancelRequest"
 
@@ -34,7 +34,7 @@ _T = TypeVar("_T")
 class CancelParams(WireModel):
     """Params of ``$/cancelRequest``: the id of the request to cancel."""
 
-    id: int | str
+    id: int | float | str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,15 @@ def _id_key(request_id: Any) -> Hashable:
 
 def _always_free() -> bool:
     return False
+
+
+def _task_reply(task: asyncio.Task[str | None]) -> str | None:
+    """A batch entry's reply; an entry that died without one still gets an error."""
+    if task.cancelled():
+        return None
+    if task.exception() is not None:
+        return error_reply(None, InternalError())
+    return task.result()
 
 
 class Session:
@@ -73,6 +82,7 @@ class Session:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._by_id: dict[Hashable, set[asyncio.Task[Any]]] = {}
         self._client_cancelled: set[asyncio.Task[Any]] = set()
+        self._running: set[asyncio.Task[Any]] = set()
         self._in_flight = 0
         self._draining = False
         self._idle = asyncio.Event()
@@ -89,7 +99,8 @@ class Session:
         """Take one frame; schedule its calls and send any immediate errors."""
         frame = parse_frame(text, self._limits.max_batch)
         entries = list(frame.entries)
-        if not frame.is_batch and isinstance(entries[0], Call) and self._try_cancel(entries[0]):
+        if not frame.is_batch and isinstance(entries[0], Call) and entries[0].method == CANCEL_METHOD:
+            await self._emit([self._cancel_now(entries[0])])
             return
         calls = [e for e in entries if isinstance(e, Call)]
         refusal = self._refusal(len(calls))
@@ -102,10 +113,15 @@ class Session:
             await self._emit([batch_reply(replies)] if frame.is_batch else replies)
             return
         self._acquire(len(calls))
+        # Every task and request id is registered before this returns, so a cancel
+        # in the very next frame always finds its request.
         if frame.is_batch:
-            self._track(self._run_batch(entries, len(calls)))
+            pending = [self._track(self._call(e), e) if isinstance(e, Call) else e for e in entries]
+            collector = self._track(self._run_batch(pending))
         else:
-            self._track(self._run_single(calls[0]), calls[0])
+            collector = self._track(self._run_single(calls[0]), calls[0])
+        count = len(calls)
+        collector.add_done_callback(lambda _: self._release(count))
 
     def _refusal(self, count: int) -> RpcError | None:
         if count == 0:
@@ -116,23 +132,27 @@ class Session:
             return TooManyRequests(limit=self._limits.max_in_flight, inFlight=self._in_flight)
         return None
 
-    def _try_cancel(self, call: Call) -> bool:
-        """Handle a lone ``$/cancelRequest`` at once, ahead of any limit."""
-        if call.method != CANCEL_METHOD or not call.is_notification:
-            return False
+    def _cancel_now(self, call: Call) -> str | None:
+        """Handle a lone ``$/cancelRequest`` at once, ahead of every limit."""
+        found = False
         with contextlib.suppress(ValidationError, TypeError):
             params = call.params
             if isinstance(params, list):
                 params = {"id": params[0]} if params else {}
-            self.cancel(CancelParams.model_validate(params).id)
-        return True
+            found = self.cancel(CancelParams.model_validate(params).id)
+        return None if call.is_notification else success_reply(call.id, {"ok": found})
 
     def cancel(self, request_id: Any) -> bool:
-        """Cancel every in-flight request with this id; False if none."""
+        """Cancel every in-flight request with this id; False if none.
+
+        A request still waiting to start is only marked (it answers -32800
+        without running); a running one has its task cancelled.
+        """
         tasks = self._by_id.get(_id_key(request_id), set())
         for task in tasks:
             self._client_cancelled.add(task)
-            task.cancel()
+            if task in self._running:
+                task.cancel()
         return bool(tasks)
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
@@ -144,21 +164,20 @@ class Session:
         await self._send(dumps({"jsonrpc": "2.0", "method": method, "params": params}))
 
     async def _run_single(self, call: Call) -> None:
-        # One task per lone request: dispatch, then send, then release its slot.
-        try:
-            reply = await self._call(call)
-            if reply is not None:
-                await self._send(reply)
-        finally:
-            self._release(1)
+        reply = await self._call(call)
+        if reply is not None:
+            await self._send(reply)
 
-    async def _run_batch(self, entries: list[Call | str], count: int) -> None:
+    async def _run_batch(self, pending: list[asyncio.Task[str | None] | str]) -> None:
+        tasks = [p for p in pending if isinstance(p, asyncio.Task)]
         try:
-            pending = [self._track(self._call(e), e) if isinstance(e, Call) else e for e in entries]
-            replies = [await p if isinstance(p, asyncio.Task) else p for p in pending]
-            await self._emit([batch_reply([r for r in replies if r is not None])])
-        finally:
-            self._release(count)
+            await asyncio.gather(*tasks, return_exceptions=True)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            raise
+        replies = [p if isinstance(p, str) else _task_reply(p) for p in pending]
+        await self._emit([batch_reply([r for r in replies if r is not None])])
 
     def _track(self, coro: Coroutine[Any, Any, _T], call: Call | None = None) -> asyncio.Task[_T]:
         """Run ``coro`` as a task that close() can cancel, and $/cancelRequest if it is a request."""
@@ -172,16 +191,22 @@ class Session:
         return task
 
     async def _call(self, call: Call) -> str | None:
+        task = asyncio.current_task()
+        assert task is not None
+        if task in self._client_cancelled:  # cancelled before it started
+            return None if call.is_notification else error_reply(call.id, RequestCancelled())
         ctx = CallContext(peer=self.peer, request_id=None if call.is_notification else call.id,
                           debug=self._debug)
+        self._running.add(task)
         try:
             return await self._dispatcher.dispatch(call, ctx)
         except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is None or task not in self._client_cancelled:
+            if task not in self._client_cancelled:
                 raise
             task.uncancel()
             return None if call.is_notification else error_reply(call.id, RequestCancelled())
+        finally:
+            self._running.discard(task)
 
     def _forget(self, key: Hashable, task: asyncio.Task[Any]) -> None:
         self._client_cancelled.discard(task)

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 import structlog
 from pydantic import ValidationError
 
+from ipc.dispatch import code_locations
 from main.app import serve
 from main.config import Config
 from main.logs import configure_logging, shutdown_logging
@@ -90,6 +91,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         structlog.get_logger("main").error("main.failed", exc_type=type(exc).__name__,
                                            errno=exc.errno)
         print(f"strata: cannot start: {exc.strerror or type(exc).__name__}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # anything else at start-up: one line here, code locations in the log
+        structlog.get_logger("main").error("main.failed", exc_type=type(exc).__name__,
+                                           where=code_locations(exc))
+        print(f"strata: cannot start: {type(exc).__name__} (details in the log)", file=sys.stderr)
         return 1
     finally:
         shutdown_logging()

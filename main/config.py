@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import os
 import secrets
 from enum import StrEnum
@@ -44,10 +45,10 @@ class Config(BaseSettings):
     allow_file_origins: bool = False
     watch_stdin: StdinWatch = StdinWatch.AUTO
     tokenizer_encoding: str = "cl100k_base"
-    max_frame_bytes: int = Field(default=8 * 2**20, ge=1024)
+    max_frame_bytes: int = Field(default=4 * 2**20, ge=1024)
     max_in_flight: int = Field(default=64, ge=1)
     max_batch: int = Field(default=64, ge=1)
-    max_connections: int = Field(default=128, ge=1)
+    max_connections: int = Field(default=32, ge=1)
     ping_interval: float = Field(default=20.0, gt=0)
     ping_timeout: float = Field(default=20.0, gt=0)
     shutdown_grace: float = Field(default=5.0, ge=0)
@@ -65,6 +66,18 @@ class Config(BaseSettings):
         if value.lower() not in {"debug", "info", "warning", "error"}:
             raise ValueError("log level must be debug, info, warning or error")
         return value.lower()
+
+    @field_validator("host")
+    @classmethod
+    def _loopback(cls, value: str) -> str:
+        # The Host check admits loopback names only, and a name like "localhost"
+        # may bind two sockets on different ports: insist on a loopback address.
+        try:
+            if ipaddress.ip_address(value.strip("[]")).is_loopback:
+                return value.strip("[]")
+        except ValueError:
+            pass
+        raise ValueError("host must be a loopback address such as 127.0.0.1 or ::1")
 
     @field_validator("chroma_url")
     @classmethod

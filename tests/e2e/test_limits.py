@@ -12,7 +12,7 @@ from websockets.exceptions import ConnectionClosed
 from ipc.server import TransportLimits
 from ipc.session import SessionLimits
 from tests.support.client import RpcClient
-from tests.support.handshake import hang_up, raw_handshake
+from tests.support.handshake import handshake_status, hang_up, raw_handshake
 from tests.support.inproc import TOKEN, inproc_server
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -129,3 +129,60 @@ def _masked_text_frame(text: str) -> bytes:
     else:
         header += bytes([0x80 | 127]) + len(payload).to_bytes(8, "big")
     return bytes(header) + b"\0\0\0\0" + payload  # a zero mask leaves the payload as is
+
+
+async def test_handshakes_that_never_upgrade_hold_no_slot() -> None:
+    """Authenticated requests that never become websockets do not use up the connection limit."""
+    async with inproc_server(TransportLimits(max_connections=2)) as running:
+        for _ in range(4):
+            reader, writer = await asyncio.open_connection("127.0.0.1", running.port)
+            writer.write(f"GET /?token={TOKEN} HTTP/1.1\r\nHost: 127.0.0.1:{running.port}\r\n\r\n".encode())
+            await writer.drain()
+            status = await asyncio.wait_for(reader.readline(), 5)
+            assert b"426" in status
+            await hang_up(writer)
+        rpc = await RpcClient.open(running.url, TOKEN)
+        assert (await rpc.call("system:info"))["name"] == "strata"
+        await rpc.close()
+
+
+async def test_repeated_headers_are_refused() -> None:
+    """Two Host or Origin headers are a 400, not an error in the server."""
+    async with inproc_server() as running:
+        for extra in ({"Host": "evil.com"}, {"Origin": "app://strata\r\nOrigin: https://evil.com"}):
+            status = await handshake_status(running.port, headers={**BEARER, **extra})
+            assert status == 400
+
+
+async def test_reader_that_never_reads_is_dropped_and_shutdown_still_completes() -> None:
+    """A client whose unread replies pass the hard cap is cut off; shutdown never waits on it."""
+    limits = TransportLimits(write_buffer_bytes=32 * 1024, hard_buffer_bytes=256 * 1024,
+                             watch_interval=0.05, stall_timeout=0.5, close_timeout=0.3)
+    async with inproc_server(limits) as running:
+        _status, _reader, writer = await raw_handshake(running.port, headers=BEARER)
+        frame = _masked_text_frame(json.dumps({"jsonrpc": "2.0", "method": "test:echo",
+                                               "params": {"text": "z" * 50_000, "count": 8}, "id": 1}))
+        for _ in range(30):
+            writer.write(frame)
+        for _ in range(100):
+            if running.server.connection_count == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert running.server.connection_count == 0
+        writer.transport.abort()
+
+
+async def test_shutdown_completes_with_a_client_that_stopped_reading() -> None:
+    """SIGTERM-style shutdown aborts a connection that cannot take its close frame."""
+    limits = TransportLimits(write_buffer_bytes=32 * 1024, close_timeout=0.3)
+    async with inproc_server(limits) as running:
+        _status, _reader, writer = await raw_handshake(running.port, headers=BEARER)
+        frame = _masked_text_frame(json.dumps({"jsonrpc": "2.0", "method": "test:echo",
+                                               "params": {"text": "z" * 50_000, "count": 8}, "id": 1}))
+        for _ in range(30):
+            writer.write(frame)
+        await asyncio.sleep(0.5)
+        assert running.server.connection_count == 1
+        await asyncio.wait_for(running.server.shutdown(grace=0.1), 5)
+        assert running.server.connection_count == 0
+        writer.transport.abort()

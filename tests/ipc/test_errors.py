@@ -49,5 +49,14 @@ def test_every_domain_error_has_a_wire_code() -> None:
                       and c is not domain.StrataError]
     for cls in domain_classes:
         wire = from_domain(cls.code, cls.message, {"n": 1})
+        assert wire is not None, cls
         assert wire.data_code == cls.code, cls
         assert wire.to_error()["data"] == {"code": cls.code, "n": 1}
+
+
+def test_unknown_domain_codes_are_internal() -> None:
+    """A domain code with no wire class, or INTERNAL itself, is left to the INTERNAL path."""
+    from ipc.errors import from_domain
+
+    assert from_domain("NO_SUCH_CODE", "text", {}) is None
+    assert from_domain("INTERNAL", "domain text", {}) is None

@@ -119,3 +119,57 @@ async def test_close_cancels_batch_entries_too() -> None:
     await session.close()
     assert {"sleep-cancelled:e1", "sleep-cancelled:e2"} <= set(seen)
     assert session.in_flight == 0
+
+
+async def test_cancel_before_the_request_starts() -> None:
+    """A cancel handled before its request ever ran still answers -32800 and frees the slot."""
+    seen: list[str] = []
+    sent: list[str] = []
+    session = _session(seen, sent, max_in_flight=1)
+    await session.receive(_request("test:sleep", {"seconds": 30, "label": "never"}, 9))
+    await session.receive('{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":9}}')
+    await _until(lambda: len(sent) == 1)
+    assert json.loads(sent[0])["error"]["data"]["code"] == "REQUEST_CANCELLED"
+    assert "sleep-start:never" not in seen
+    await _until(lambda: session.in_flight == 0)
+
+
+async def test_cancel_a_batch_entry_before_it_starts() -> None:
+    """Cancelling a batch entry right after the batch arrives answers that entry with -32800."""
+    seen: list[str] = []
+    sent: list[str] = []
+    session = _session(seen, sent)
+    batch = [json.loads(_request("test:sleep", {"seconds": 30, "label": "x"}, "a")),
+             json.loads(_request("test:sleep", {"seconds": 0, "label": "y"}, "b"))]
+    await session.receive(json.dumps(batch))
+    await session.receive('{"jsonrpc":"2.0","method":"$/cancelRequest","params":["a"]}')
+    await _until(lambda: len(sent) == 1)
+    replies = {r["id"]: r for r in json.loads(sent[0])}
+    assert replies["a"]["error"]["data"]["code"] == "REQUEST_CANCELLED"
+    assert replies["b"]["result"] == {"label": "y"}
+    await _until(lambda: session.in_flight == 0)
+
+
+async def test_cancel_as_a_request_bypasses_the_limit() -> None:
+    """A cancel sent with an id is answered even when the connection is full."""
+    seen: list[str] = []
+    sent: list[str] = []
+    session = _session(seen, sent, max_in_flight=1)
+    await session.receive(_request("test:sleep", {"seconds": 30, "label": "k"}, 1))
+    await _until(lambda: "sleep-start:k" in seen)
+    await session.receive(_request("$/cancelRequest", {"id": 1}, 2))
+    await _until(lambda: len(sent) == 2)
+    by_id = {r["id"]: r for r in map(json.loads, sent)}
+    assert by_id[2]["result"] == {"ok": True}
+    assert by_id[1]["error"]["data"]["code"] == "REQUEST_CANCELLED"
+
+
+async def test_out_of_range_numbers_are_parse_errors() -> None:
+    """1e400 cannot be answered (it is infinite), so the frame is a parse error, not a lost reply."""
+    sent: list[str] = []
+    session = _session([], sent)
+    await session.receive('{"jsonrpc":"2.0","method":"get_data","id":1e400}')
+    await session.receive('[{"jsonrpc":"2.0","method":"get_data","id":1},{"x":1e400}]')
+    replies = [json.loads(t) for t in sent]
+    assert [r["error"]["code"] for r in replies] == [-32700, -32700]
+    assert session.in_flight == 0

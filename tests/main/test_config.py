@@ -42,10 +42,10 @@ def test_defaults(clean_env: Path) -> None:
         "allow_file_origins": False,
         "watch_stdin": StdinWatch.AUTO,
         "tokenizer_encoding": "cl100k_base",
-        "max_frame_bytes": 8 * 2**20,
+        "max_frame_bytes": 4 * 2**20,
         "max_in_flight": 64,
         "max_batch": 64,
-        "max_connections": 128,
+        "max_connections": 32,
         "ping_interval": 20.0,
         "ping_timeout": 20.0,
         "shutdown_grace": 5.0,
@@ -200,3 +200,15 @@ def test_chroma_url_needs_http(tmp_path: Path, url: str) -> None:
     """A Chroma URL without http(s) is refused instead of silently meaning 127.0.0.1."""
     with pytest.raises(ValidationError, match="http"):
         Config(data_dir=tmp_path, chroma_url=url)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.2", "localhost", "example.com"])
+def test_host_must_be_a_loopback_address(host: str) -> None:
+    """Binding anything but a loopback address is refused: the Host check admits loopback only."""
+    with pytest.raises(ValidationError, match="loopback"):
+        Config(host=host)
+
+
+def test_ipv6_loopback_is_accepted() -> None:
+    """::1 (with or without brackets) is a loopback address."""
+    assert Config(host="[::1]").host == "::1"
