@@ -6,11 +6,16 @@ import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import structlog
 
 from ipc.auth import origin_patterns
+from ipc.channels.context import register_context
+from ipc.channels.knowledge import register_knowledge
+from ipc.channels.memory import register_memory
+from ipc.channels.projects import register_projects
 from ipc.channels.system import Limits, TokenizerDescription, register_system
 from ipc.dispatch import Dispatcher
 from ipc.registry import Registry
@@ -19,11 +24,28 @@ from ipc.session import SessionLimits
 from main.config import Config
 from main.lifecycle import StopSignal
 from main.version import NAME, VERSION
+from services.assembly.profiles import BudgetProfiles
+from services.assembly.service import Collaborators, ContextService
+from services.knowledge import ConstraintService, KgService
+from services.memory import EpisodicMemoryService, SemanticMemoryService
+from services.projects import DocumentStore, ProjectService
+from services.projects.documents import MAX_DOCUMENT_BYTES
 from services.retrieval.vectors import close_vector_store, open_vector_store
+from services.sources.providers import (
+    EpisodicMemoryProvider,
+    KnowledgeGraphProvider,
+    NullRetrievalProvider,
+    SemanticMemoryProvider,
+    UserConstraintsProvider,
+)
 from services.store import Database, open_database
 from services.tokenizer import Tokenizer, resolve_tokenizer
+from services.tokenizer.registry import TokenizerRegistry
 
 _log = structlog.get_logger("main")
+
+# Past interactions ranked per assembly: the newest this many.
+EPISODES_CONSIDERED = 50
 
 Announce = Callable[[dict[str, Any]], None]
 
@@ -44,7 +66,8 @@ class Services:
 
 def open_services(config: Config) -> Services:
     """Open the stores and the tokenizer (blocking; run off the event loop)."""
-    config.data_dir.mkdir(parents=True, exist_ok=True)
+    # The writer's text lives here: keep it private to the user.
+    config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     database = open_database(config.resolved_database_url)
     try:
         vectors = open_vector_store(path=config.chroma_path, url=config.chroma_url)
@@ -80,6 +103,30 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
                       max_batch=config.max_batch, max_connections=config.max_connections),
         connections=connections,
     )
+    database = services.database
+    # A document must fit in a frame both ways, with room for JSON escaping.
+    documents = DocumentStore(database, max_bytes=min(MAX_DOCUMENT_BYTES, config.max_frame_bytes // 2))
+    projects = ProjectService(database)
+    constraints, kg = ConstraintService(database), KgService(database)
+    semantic, episodic = SemanticMemoryService(database), EpisodicMemoryService(database)
+    register_projects(registry, projects=projects, documents=documents)
+    register_knowledge(registry, constraints=constraints, kg=kg)
+    register_memory(registry, semantic=semantic, episodic=episodic)
+    profiles = BudgetProfiles(database)
+    context = ContextService(Collaborators(
+        settings=projects.get_settings,
+        read_document=documents.read,
+        profiles=profiles.get,
+        providers=(
+            UserConstraintsProvider(constraints.list),
+            KnowledgeGraphProvider(constraints.list, kg.list),
+            SemanticMemoryProvider(partial(semantic.list, confirmed_only=True)),
+            EpisodicMemoryProvider(partial(episodic.list, limit=EPISODES_CONSIDERED)),
+            NullRetrievalProvider(),
+        ),
+        tokenizers=TokenizerRegistry(config.tokenizer_encoding),
+    ))
+    register_context(registry, context, profiles)
     return registry
 
 

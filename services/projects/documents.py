@@ -1,0 +1,193 @@
+"""The writer's documents: Markdown and text files inside a project's folder.
+
+Every id is resolved against the folder's real path with every link followed,
+and refused unless the file it lands on is itself a valid document id inside
+the folder: ``..``, absolute ids and links (of the file or of any parent) to
+outside are all caught by that one rule. A link that stays inside works.
+
+Between the check and the write another local process could swap a folder
+for a link; such a process can already write anywhere the writer can, so
+this is not a privilege boundary, and the check is repeated just before the
+rename to make the window small.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import stat
+from datetime import UTC, datetime
+from pathlib import Path
+
+import structlog
+
+from services.errors import DocumentNotFound, ProjectPathInvalid, ProjectScopeViolation, StrataError
+from services.projects.atomic import atomic_write
+from services.projects.document_ids import document_segments, is_document_name
+from services.projects.inputs import invalid
+from services.projects.records import DocumentInfo, DocumentListing
+from services.projects.scope import require_project
+from services.store.database import Database
+
+MAX_DOCUMENT_BYTES = 4 * 2**20  # a reply must fit the default 8 MiB frame with JSON escaping
+MAX_LISTED_DOCUMENTS = 5000
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
+    | getattr(os, "O_CLOEXEC", 0)
+
+_log = structlog.get_logger("documents")
+
+
+def document_ref(document_id: str) -> str:
+    """What logs say instead of a document id, which is a path and may be telling."""
+    return hashlib.sha256(document_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def project_root(stored_path: str) -> Path:
+    """The project folder, if it is still a real folder where it was opened."""
+    if not os.path.isdir(stored_path) or os.path.realpath(stored_path) != stored_path:
+        raise ProjectPathInvalid()
+    return Path(stored_path)
+
+
+def resolve_document(root: Path, document_id: str) -> Path:
+    """The real path ``document_id`` names, strictly inside ``root``, or a domain error."""
+    segments = document_segments(document_id)
+    real = Path(os.path.realpath(os.path.join(root, *segments)))
+    try:
+        landed = real.relative_to(root).parts
+    except ValueError:
+        raise ProjectScopeViolation() from None
+    if landed != segments:  # an in-folder link: its target must be a document id too
+        document_segments("/".join(landed))
+    refuse_links(root, landed)
+    return real
+
+
+def refuse_links(root: Path, parts: tuple[str, ...]) -> None:
+    """Refuse a path that still holds a link after resolving: a loop or a link swapped in."""
+    current = root
+    for part in parts:
+        current = current / part
+        if current.is_symlink():
+            raise ProjectScopeViolation()
+
+
+def describe(path: Path, document_id: str) -> DocumentInfo:
+    info = os.stat(path)
+    return DocumentInfo(document_id=document_id, size=info.st_size,
+                        modified_at=datetime.fromtimestamp(info.st_mtime, UTC))
+
+
+def encode_text(text: str, limit: int) -> bytes:
+    """``text`` as UTF-8 within ``limit`` bytes, or InvalidInput."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise invalid("text", "must be valid Unicode text (no lone surrogates)") from None
+    if len(data) > limit:
+        raise invalid("text", f"must be at most {limit} bytes of UTF-8")
+    return data
+
+
+class DocumentStore:
+    """Lists, reads and atomically writes the documents of a project's folder."""
+
+    def __init__(self, database: Database, *, max_bytes: int = MAX_DOCUMENT_BYTES,
+                 max_listed: int = MAX_LISTED_DOCUMENTS) -> None:
+        self._db = database
+        self._max_bytes = max_bytes
+        self._max_listed = max_listed
+
+    async def list(self, project_id: str) -> DocumentListing:
+        """Every document under the folder, sorted by id; hidden files and folders skipped."""
+        return await asyncio.to_thread(self._list, project_id)
+
+    async def read(self, project_id: str, document_id: str) -> str:
+        """The document's text (UTF-8), or DocumentNotFound."""
+        return await asyncio.to_thread(self._read, project_id, document_id)
+
+    async def write(self, project_id: str, document_id: str, text: str) -> DocumentInfo:
+        """Replace (or create) the document atomically, creating its folders in the project."""
+        return await asyncio.to_thread(self._write, project_id, document_id, text)
+
+    def _root(self, project_id: str) -> Path:
+        with self._db.session() as session:
+            return project_root(require_project(session, project_id).path)
+
+    def _list(self, project_id: str) -> DocumentListing:
+        root = self._root(project_id)
+        found = [info for document_id in walk_document_ids(root)
+                 if (info := self._listed(root, document_id)) is not None]
+        found.sort(key=lambda info: info.document_id)
+        _log.info("documents.listed", project_id=project_id, count=len(found))
+        return DocumentListing(documents=found[:self._max_listed],
+                               truncated=len(found) > self._max_listed)
+
+    def _listed(self, root: Path, document_id: str) -> DocumentInfo | None:
+        """The document's info if its id resolves like a read's would, else None (left out)."""
+        try:
+            path = resolve_document(root, document_id)
+            return describe(path, document_id) if path.is_file() else None
+        except (OSError, ValueError, StrataError):
+            return None
+
+    def _read(self, project_id: str, document_id: str) -> str:
+        path = resolve_document(self._root(project_id), document_id)
+        data = self._read_bytes(path)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise invalid("document_id", "the document is not UTF-8 text") from None
+        _log.info("document.read", project_id=project_id, document=document_ref(document_id),
+                  bytes=len(data))
+        return text
+
+    def _read_bytes(self, path: Path) -> bytes:
+        # O_NONBLOCK: a FIFO named like a document must not hang the thread in open().
+        try:
+            fd = os.open(path, _READ_FLAGS)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise DocumentNotFound() from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise DocumentNotFound()  # a folder, FIFO or device named like a document
+            data = read_at_most(fd, self._max_bytes + 1)
+        finally:
+            os.close(fd)
+        if len(data) > self._max_bytes:
+            raise invalid("document_id", f"the document is larger than {self._max_bytes} bytes")
+        return data
+
+    def _write(self, project_id: str, document_id: str, text: str) -> DocumentInfo:
+        data = encode_text(text, self._max_bytes)
+        root = self._root(project_id)
+        path = resolve_document(root, document_id)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(resolve_document(root, document_id), data)
+        except (FileExistsError, NotADirectoryError, IsADirectoryError):
+            raise invalid("document_id", "a file or folder is in the way") from None
+        _log.info("document.written", project_id=project_id, document=document_ref(document_id),
+                  bytes=len(data))
+        return describe(path, document_id)
+
+
+def read_at_most(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes from ``fd``: a file growing while read cannot exhaust memory."""
+    chunks: list[bytes] = []
+    remaining = limit
+    while remaining > 0 and (chunk := os.read(fd, min(remaining, 1 << 20))):
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def walk_document_ids(root: Path) -> list[str]:
+    """Ids of the visible document files under ``root``; linked folders are not walked."""
+    found: list[str] = []
+    for folder, folders, files in os.walk(root):
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        relative = Path(folder).relative_to(root).parts
+        found.extend("/".join((*relative, name)) for name in files if is_document_name(name))
+    return found

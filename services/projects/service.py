@@ -1,0 +1,131 @@
+"""Projects: a folder of the writer's documents, registered under a stable id."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import hashlib
+import os
+from typing import Any
+
+import structlog
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from services.errors import ProjectPathInvalid
+from services.projects.inputs import validated
+from services.projects.records import ProjectRecord, SettingsRecord
+from services.projects.scope import require_project
+from services.projects.settings import MAX_PATH, SettingsPatch, compare_and_set, load_settings
+from services.store.database import Database
+from services.store.tables import BudgetProfileRow, ProjectRow, ProjectSettingsRow
+
+MAX_NAME = 200
+
+_log = structlog.get_logger("projects")
+
+
+def project_id_for(real_path: str) -> str:
+    """The first 16 hex chars of SHA-256 of the folder's real path: same folder, same id."""
+    return hashlib.sha256(os.fsencode(real_path)).hexdigest()[:16]
+
+
+def resolve_folder(path: str) -> str:
+    """The real path of an existing readable folder, or ProjectPathInvalid (path not echoed)."""
+    if not path or len(path) > MAX_PATH or not os.path.isabs(path):
+        raise ProjectPathInvalid()
+    try:
+        real = os.path.realpath(path)
+        usable = os.path.isdir(real) and os.access(real, os.R_OK | os.X_OK)
+        os.fsencode(real)  # a path the file system cannot name (lone surrogates) is no folder
+    except (OSError, ValueError):
+        raise ProjectPathInvalid() from None
+    if not usable:
+        raise ProjectPathInvalid()
+    return real
+
+
+def clean_name(name: str | None, real_path: str) -> str:
+    """The name to show: the one given, else the folder's own name."""
+    chosen = (name or "").strip() or os.path.basename(real_path) or real_path
+    return chosen[:MAX_NAME]
+
+
+class ProjectService:
+    """Registers folders as projects and keeps their settings."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    async def open(self, path: str, name: str | None = None) -> ProjectRecord:
+        """Register the folder at ``path`` (or find it again); rename it if ``name`` is given."""
+        return await asyncio.to_thread(self._open, path, name)
+
+    async def list(self) -> list[ProjectRecord]:
+        return await asyncio.to_thread(self._list)
+
+    async def get(self, project_id: str) -> ProjectRecord:
+        """The project, or ProjectNotFound."""
+        return await asyncio.to_thread(self._get, project_id)
+
+    async def get_settings(self, project_id: str) -> SettingsRecord:
+        return await asyncio.to_thread(self._read_settings, project_id)
+
+    async def update_settings(self, project_id: str, version: int, **fields: Any) -> SettingsRecord:
+        """Change the given settings if they are still at ``version``; the new settings.
+
+        RecordVersionConflict (with ``currentVersion``) if someone else updated first.
+        """
+        patch = validated(SettingsPatch, fields)
+        record = await asyncio.to_thread(self._update_settings, project_id, version, patch)
+        _log.info("project.settings_updated", project_id=project_id, version=record.version,
+                  fields=sorted(patch.model_fields_set))
+        return record
+
+    def _open(self, path: str, name: str | None) -> ProjectRecord:
+        real = resolve_folder(path)
+        project_id = project_id_for(real)
+        with self._db.session() as session:
+            row = session.get(ProjectRow, project_id)
+            created = row is None
+            if row is None:
+                row = self._create(session, project_id, real, clean_name(name, real))
+            elif name is not None and name.strip():
+                row.name = clean_name(name, real)
+                session.add(row)
+                session.commit()
+            record = ProjectRecord.model_validate(row)
+        _log.info("project.opened", project_id=project_id, created=created)
+        return record
+
+    def _create(self, session: Session, project_id: str, real: str, name: str) -> ProjectRow:
+        """The project with default settings and budget, in one transaction."""
+        try:
+            session.add(ProjectRow(id=project_id, path=real, name=name))
+            session.flush()  # the unit of work does not order rows by foreign key
+            session.add_all([ProjectSettingsRow(project_id=project_id),
+                             BudgetProfileRow(project_id=project_id)])
+            session.commit()
+        except IntegrityError:
+            session.rollback()
+            if session.get(ProjectRow, project_id) is None:
+                raise
+            # opened concurrently: the other open made all three rows
+        return require_project(session, project_id)
+
+    def _list(self) -> builtins.list[ProjectRecord]:
+        with self._db.session() as session:
+            rows = session.exec(select(ProjectRow).order_by(col(ProjectRow.name), col(ProjectRow.id)))
+            return [ProjectRecord.model_validate(row) for row in rows]
+
+    def _get(self, project_id: str) -> ProjectRecord:
+        with self._db.session() as session:
+            return ProjectRecord.model_validate(require_project(session, project_id))
+
+    def _read_settings(self, project_id: str) -> SettingsRecord:
+        with self._db.session() as session:
+            return load_settings(session, project_id)
+
+    def _update_settings(self, project_id: str, version: int, patch: SettingsPatch) -> SettingsRecord:
+        with self._db.session() as session:
+            return compare_and_set(session, project_id, version, patch)
