@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from services.context.budget import validate_profile
@@ -55,7 +56,15 @@ class BudgetProfiles:
             raise ProjectNotFound()
         row = BudgetProfileRow(project_id=project_id)
         session.add(row)
-        session.commit()
+        try:
+            session.commit()
+        except IntegrityError:
+            # A concurrent first use created it (or the project went away) since the read above.
+            session.rollback()
+            existing = session.get(BudgetProfileRow, project_id)
+            if existing is None:
+                raise ProjectNotFound() from None
+            return existing
         session.refresh(row)
         return row
 

@@ -43,7 +43,10 @@ class KeyedLimiter:
         slots.holders += 1
         try:
             try:
-                await asyncio.wait_for(slots.semaphore.acquire(), self.max_wait)
+                # Not wait_for: on 3.11 it runs acquire in another task and, when cancelled just as
+                # the slot is handed over, returns anyway, so a cancelled waiter would run.
+                async with asyncio.timeout(self.max_wait):
+                    await slots.semaphore.acquire()
             except TimeoutError:
                 raise Backpressure(retryAfterMs=self._retry_after(slots), limit=self.per_key,
                                    queue=self.queue) from None

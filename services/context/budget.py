@@ -42,7 +42,8 @@ def make_budget(profile: BudgetProfile, system_prompt_tokens: int) -> Budget:
         output_reserve=profile.output_reserve,
         system_prompt_tokens=system_prompt_tokens,
         total=total,
-        shares={layer: math.floor(profile.ratio(layer) * total) for layer in LAYER_ORDER},
+        # The epsilon keeps a decimal ratio's share whole: 0.29 * 100 is 28.999999999999996 in floats.
+        shares={layer: math.floor(profile.ratio(layer) * total + 1e-9) for layer in LAYER_ORDER},
         minimums={layer: profile.minimum(layer) for layer in LAYER_ORDER},
     )
 

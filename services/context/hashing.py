@@ -27,4 +27,6 @@ def divergence(previous: str, current: str, ends: dict[Layer, int]) -> Divergenc
     for layer in LAYER_ORDER:
         if offset < len(current[: ends[layer]].encode("utf-8", "surrogatepass")):
             return Divergence(layer=layer, byte_offset=offset)
-    return Divergence(layer=LAYER_ORDER[-1], byte_offset=offset)
+    # The new prefix is the start of the old one: it parts at its own end, in the layer ending there.
+    last = next((layer for layer in LAYER_ORDER if ends[layer] >= len(current)), LAYER_ORDER[-1])
+    return Divergence(layer=last, byte_offset=offset)

@@ -30,15 +30,24 @@ def _first_start(text: str, max_tokens: int, count: Count) -> int:
 
 
 def _snap_forward(text: str, start: int) -> int:
-    """Move ``start`` just past the next sentence end, if one is near."""
-    limit = start + int((len(text) - start) * _SNAP_SHARE)
-    for i in range(start, min(limit, len(text))):
-        if text[i] in _ENDS:
-            j = i + 1
-            while j < len(text) and text[j] in _CLOSERS:
-                j += 1
-            return j
-    return start
+    """Move ``start`` just past the next sentence end, if one is near.
+
+    A cut that already follows a sentence end (and its closers) stays where it is.
+    """
+    back = start
+    while back > 0 and text[back - 1] in _CLOSERS:
+        back -= 1
+    if back > 0 and text[back - 1] in _ENDS:
+        end: int | None = back - 1
+    else:
+        limit = start + int((len(text) - start) * _SNAP_SHARE)
+        end = next((i for i in range(start, min(limit, len(text))) if text[i] in _ENDS), None)
+    if end is None:
+        return start
+    j = end + 1
+    while j < len(text) and text[j] in _CLOSERS:
+        j += 1
+    return j
 
 
 def keep_tail(text: str, max_tokens: int, count: Count) -> str:
@@ -48,7 +57,9 @@ def keep_tail(text: str, max_tokens: int, count: Count) -> str:
     if count(text) <= max_tokens:
         return text
     start = _first_start(text, max_tokens, count)
-    return text[_snap_forward(text, start):] if start > 0 else text
+    snapped = text[_snap_forward(text, start):]
+    # Token counts are not monotonic in length: a shorter suffix can cost more.
+    return snapped if count(snapped) <= max_tokens else text[start:]
 
 
 def keep_head(text: str, max_tokens: int, count: Count) -> str:
@@ -68,5 +79,10 @@ def keep_head(text: str, max_tokens: int, count: Count) -> str:
     floor = int(end * (1 - _SNAP_SHARE))
     for i in range(end - 1, floor - 1, -1):
         if text[i] in _ENDS:
-            return text[: i + 1]
+            j = i + 1  # keep the sentence's closing quotes, not the whitespace after it
+            while j < end and text[j] in _CLOSERS and not text[j].isspace():
+                j += 1
+            snapped = text[:j]
+            # Token counts are not monotonic in length: a shorter prefix can cost more.
+            return snapped if count(snapped) <= max_tokens else text[:end]
     return text[:end]

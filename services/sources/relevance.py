@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
-import itertools
 import re
 
 _WORD = re.compile(r"[A-Za-z0-9]+|[^\sA-Za-z0-9\W]", re.UNICODE)
 
 
 def features(text: str) -> set[str]:
-    """Lower-cased words plus character bigrams of CJK runs."""
-    tokens = [t.lower() for t in _WORD.findall(text)]
-    grams = {a + b for a, b in itertools.pairwise(tokens) if len(a) == 1 and len(b) == 1}
-    return {t for t in tokens if len(t) > 1} | grams
+    """Lower-cased words plus character bigrams of CJK runs.
+
+    A bigram joins two characters only when they are adjacent in the text, so none
+    spans punctuation or a space, and single-letter English words make none.
+    """
+    words: set[str] = set()
+    grams: set[str] = set()
+    last, last_end = "", -1  # the previous single CJK character, and where it ended
+    for match in _WORD.finditer(text):
+        token = match.group().lower()
+        if len(token) > 1:
+            words.add(token)
+        elif not token.isascii():
+            if match.start() == last_end:
+                grams.add(last + token)
+            last, last_end = token, match.end()
+    return words | grams
 
 
 def similarity(a: set[str], b: set[str]) -> float:

@@ -45,7 +45,14 @@ class HuggingFaceTokenizer:
         return self._info
 
     def encode(self, text: str) -> list[int]:
-        return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        try:
+            encoded = self._tokenizer.encode(text, add_special_tokens=False)
+        except TypeError:
+            # A lone surrogate (legal in a JSON string) is refused by tokenizers; count it as
+            # U+FFFD, as tiktoken does.
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            encoded = self._tokenizer.encode(text, add_special_tokens=False)
+        return list(encoded.ids)
 
     def count(self, text: str) -> int:
         return len(self.encode(text))

@@ -1,0 +1,135 @@
+"""Cutting text to a token budget: longest suffix/prefix that fits, snapped to sentence boundaries."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from services.context.trim import keep_head, keep_tail
+from tests.services.context.factory import counter
+
+# Mixed prose: Chinese, English, emoji, sentence ends, closing quotes and line breaks.
+PROSE = st.text(
+    alphabet=st.sampled_from([*"我推开灯塔的门海风灌进来。！？“”「」abc XYZ.!?,'\"\n…🙂👍🏽\t"]),
+    max_size=120,
+)
+
+
+def chars(text: str) -> int:
+    """One token per character: makes budgets and cut points exact and readable."""
+    return len(text)
+
+
+def test_keep_tail_returns_whole_text_when_it_fits() -> None:
+    """Text within the budget comes back unchanged, even with sentence ends in it."""
+    assert keep_tail("aa.bb.cc", 8, chars) == "aa.bb.cc"
+
+
+def test_keep_tail_returns_empty_for_no_budget_or_no_text() -> None:
+    """A zero or negative budget, or empty text, keeps nothing."""
+    assert (keep_tail("abc", 0, chars), keep_tail("abc", -3, chars), keep_tail("", 5, chars)) == ("", "", "")
+
+
+def test_keep_tail_snaps_forward_to_the_next_sentence_within_35_percent() -> None:
+    """A cut mid-sentence moves just past the nearest sentence end in the first 35% of the kept text."""
+    # 14 characters fit, "xbb.cccccccccc": the cut lands mid-sentence at "x", and "." is 4 characters in.
+    text = "aaaaxbb.cccccccccc"
+    assert keep_tail(text, 14, chars) == "cccccccccc"
+
+
+def test_keep_tail_skips_closing_quotes_and_spaces_after_the_sentence_end() -> None:
+    """The kept text starts after the closing quote and whitespace that end the cut sentence."""
+    text = "他说：“走吧。” 她点头，没有说话，转身离开了灯塔。"
+    kept = keep_tail(text, len(text) - 3, chars)
+    assert kept == "她点头，没有说话，转身离开了灯塔。"
+
+
+def test_keep_tail_keeps_a_hard_cut_when_no_boundary_is_near() -> None:
+    """With no sentence end in the first 35% of the kept text, the cut stays where the budget puts it."""
+    text = "aaaa.bbbbbbbbbbbbbbbbbbbbb"
+    assert keep_tail(text, 20, chars) == text[-20:]
+
+
+def test_keep_tail_does_not_drop_a_whole_sentence_when_the_cut_is_on_a_boundary() -> None:
+    """A cut that already starts a sentence keeps it instead of skipping to the next sentence end."""
+    text = "aa.bb.cccccccccc"
+    assert keep_tail(text, 13, chars) == "bb.cccccccccc"
+    quoted = "“走。”“停。”灯塔在远处亮着，海风很冷"
+    assert keep_tail(quoted, len(quoted) - 4, chars) == "“停。”灯塔在远处亮着，海风很冷"
+
+
+def test_keep_head_returns_whole_text_when_it_fits_and_nothing_for_no_budget() -> None:
+    """keep_head mirrors keep_tail's trivial cases."""
+    assert (keep_head("ab.c", 4, chars), keep_head("ab.c", 0, chars), keep_head("", 3, chars)) == \
+        ("ab.c", "", "")
+
+
+def test_keep_head_ends_on_a_sentence_end_within_the_last_35_percent() -> None:
+    """A prefix cut mid-sentence moves back to the last sentence end near the cut."""
+    text = "cccccccccc.aa.bbbb"
+    assert keep_head(text, 15, chars) == "cccccccccc.aa."
+
+
+def test_keep_head_keeps_the_closing_quote_of_the_last_sentence() -> None:
+    """A cut after a quoted sentence keeps its closing quote, so quotes stay balanced."""
+    text = "“灯塔还亮着吗？”她没有回答，只是看着窗外。"
+    kept = keep_head(text, 12, chars)
+    assert kept == "“灯塔还亮着吗？”"
+
+
+def test_keep_head_hard_cut_without_a_near_boundary() -> None:
+    """With no sentence end in the last 35% of the kept text, the prefix is cut at the budget."""
+    text = "a.bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+    assert keep_head(text, 20, chars) == text[:20]
+
+
+def test_keep_tail_with_a_real_tokenizer_fits_exactly_at_most_the_budget() -> None:
+    """With cl100k counts, the kept suffix is within the budget and not much shorter than it."""
+    count = counter().count
+    text = "".join(f"第{n}句话在这里结束。" for n in range(200))
+    kept = keep_tail(text, 300, count)
+    assert text.endswith(kept)
+    assert 300 * 0.6 <= count(kept) <= 300
+    assert kept.startswith("第")
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=PROSE, limit=st.integers(min_value=-2, max_value=60))
+def test_keep_tail_is_a_suffix_within_the_limit(text: str, limit: int) -> None:
+    """For any text and limit, keep_tail returns a suffix whose token count is within the limit."""
+    count = counter().count
+    kept = keep_tail(text, limit, count)
+    assert text.endswith(kept)
+    assert count(kept) <= max(limit, 0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=PROSE, limit=st.integers(min_value=-2, max_value=60))
+def test_keep_head_is_a_prefix_within_the_limit(text: str, limit: int) -> None:
+    """For any text and limit, keep_head returns a prefix whose token count is within the limit."""
+    count = counter().count
+    kept = keep_head(text, limit, count)
+    assert text.startswith(kept)
+    assert count(kept) <= max(limit, 0)
+
+
+def test_keep_tail_never_snaps_past_the_budget_with_a_real_tokenizer() -> None:
+    """Snapping to a sentence start must not make the suffix cost more tokens than the cut it replaces.
+
+    With cl100k, "...," is one token but "..," is two: a snap past the first "." would overshoot.
+    """
+    count = counter().count
+    text = "？的灯进👍推」cing👍...,"
+    kept = keep_tail(text, 1, count)
+    assert (kept, count(kept)) == ("...,", 1)
+
+
+def test_keep_head_never_snaps_past_the_budget() -> None:
+    """If the prefix ending at the sentence end costs more than the plain cut, the plain cut is kept."""
+    def count(text: str) -> int:
+        # A tokenizer in which a trailing "." is expensive: shorter is not always cheaper.
+        return len(text) + (3 if text.endswith(".") else 0)
+
+    text = "aaaaaaaaa.bb"
+    kept = keep_head(text, 11, count)
+    assert (kept, count(kept)) == ("aaaaaaaaa.b", 11)

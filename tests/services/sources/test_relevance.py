@@ -1,0 +1,59 @@
+"""Lexical relevance for Chinese and English: words, CJK bigrams, share of features found."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.sources.relevance import features, similarity
+
+
+def test_english_words_are_lower_cased_and_single_letters_dropped() -> None:
+    """English features are lower-cased words of two or more characters."""
+    assert features("The Lighthouse keeper, Lin Yuan, is 42.") == {
+        "the", "lighthouse", "keeper", "lin", "yuan", "is", "42"}
+
+
+def test_chinese_runs_become_character_bigrams() -> None:
+    """A run of CJK characters gives its overlapping character bigrams."""
+    assert features("林远推门") == {"林远", "远推", "推门"}
+
+
+def test_bigrams_do_not_cross_punctuation_or_spaces() -> None:
+    """Bigrams come from one CJK run: none spans a comma, a space or a sentence end."""
+    assert features("林远，推门。风 大") == {"林远", "推门"}
+    assert features("门。风") == set()
+
+
+def test_single_letter_english_words_make_no_bigrams() -> None:
+    """Single-letter English words are neither features nor halves of a bigram."""
+    assert features("I saw a b c") == {"saw"}
+
+
+def test_mixed_text() -> None:
+    """Chinese bigrams and English words mix; an ASCII letter next to Chinese is not part of a bigram."""
+    assert features("林远 opened 灯塔 door A股") == {"林远", "opened", "灯塔", "door"}
+
+
+def test_empty_and_punctuation_only_text_has_no_features() -> None:
+    """Nothing to match in empty or punctuation-only text."""
+    assert features("") == features("。，！ ... ?!") == set()
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), [
+    ({"x", "y"}, {"x", "z"}, 0.5),
+    ({"x"}, {"x", "y", "z"}, 1.0),
+    ({"x", "y", "z", "w"}, {"q"}, 0.0),
+    (set(), {"x"}, 0.0),
+    ({"x"}, set(), 0.0),
+])
+def test_similarity_is_the_share_of_the_first_set_found_in_the_second(a: set[str], b: set[str],
+                                                                      expected: float) -> None:
+    """similarity(a, b) = |a & b| / |a|, and 0 when either side is empty."""
+    assert similarity(a, b) == expected
+
+
+def test_entity_description_is_relevant_to_the_window_that_mentions_it() -> None:
+    """A description sharing words with the cursor text scores above an unrelated one."""
+    near = features("林远站在灯塔的台阶上，海风很冷。")
+    unrelated = similarity(features("苏晴 城里的医生"), near)
+    assert (similarity(features("林远 灯塔看守人"), near), unrelated) == (2 / 5, 0.0)
