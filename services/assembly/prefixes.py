@@ -4,26 +4,33 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
 Key = tuple[str, str, str]
 
 
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    hash: str
+    text: str
+    rules_end: int  # UTF-8 byte length of the Rules part
+
+
 class PrefixMemory:
-    """Bounded LRU of the last stable prefix text seen for each key."""
+    """Bounded LRU of the last stable prefix seen for each key."""
 
     def __init__(self, max_entries: int = 1024) -> None:
         self._max = max_entries
-        self._entries: OrderedDict[Key, tuple[str, str]] = OrderedDict()
+        self._entries: OrderedDict[Key, Prefix] = OrderedDict()
         self._lock = threading.Lock()
 
-    def previous(self, key: Key) -> tuple[str, str] | None:
-        """(hash, prefix text) of the last assembly for ``key``, if any."""
+    def previous(self, key: Key) -> Prefix | None:
         with self._lock:
             return self._entries.get(key)
 
-    def remember(self, key: Key, prefix_hash: str, prefix: str) -> None:
+    def remember(self, key: Key, prefix: Prefix) -> None:
         with self._lock:
-            self._entries[key] = (prefix_hash, prefix)
+            self._entries[key] = prefix
             self._entries.move_to_end(key)
             if len(self._entries) > self._max:
                 self._entries.popitem(last=False)

@@ -16,7 +16,7 @@ from typing import Protocol
 import structlog
 
 from services.assembly.faults import FailingTokenizer, Fault, Faults
-from services.assembly.prefixes import PrefixMemory
+from services.assembly.prefixes import Prefix, PrefixMemory
 from services.concurrency.limiter import KeyedLimiter
 from services.context.budget import MAX_INPUT_TOKENS, make_budget
 from services.context.counting import CountCache
@@ -201,7 +201,8 @@ class ContextService:
         try:
             if provider.name in self.faults:
                 raise RuntimeError("injected fault")
-            return await asyncio.wait_for(provider.gather(ctx), self._deadline)
+            async with asyncio.timeout(self._deadline):
+                return await provider.gather(ctx)
         except Exception as exc:  # a failing source degrades the prompt, never the request
             _log.warning("context.provider_failed", provider=provider.name, project_id=ctx.project_id,
                          exc_type=type(exc).__name__)
@@ -227,14 +228,15 @@ class ContextService:
                  counter: CountCache, remember: bool) -> Outcome:
         key = (request.project_id, request.document_id, request.skill_id)
         previous = self._prefixes.previous(key)
-        unchanged = previous is not None and previous[0] == assembly.stable_prefix_hash
+        unchanged = previous is not None and previous.hash == assembly.stable_prefix_hash
+        rules_end = len(assembly.layers[Layer.RULES].text.encode("utf-8", "surrogatepass"))
         diverged = None
         if previous is not None and not unchanged:
-            ends = {layer: len(assembly.stable_prefix) for layer in Layer}
-            ends[Layer.RULES] = len(assembly.layers[Layer.RULES].text)
-            diverged = divergence(previous[1], assembly.stable_prefix, ends)
+            diverged = divergence(previous.text, assembly.stable_prefix,
+                                  max(previous.rules_end, rules_end))
         if remember:
-            self._prefixes.remember(key, assembly.stable_prefix_hash, assembly.stable_prefix)
+            self._prefixes.remember(key, Prefix(assembly.stable_prefix_hash, assembly.stable_prefix,
+                                                rules_end))
         _log.info("context.assembled", project_id=request.project_id, document_id=request.document_id,
                   skill=request.skill_id, tokens=assembly.token_count, total=assembly.budget.total,
                   prefix_hash=assembly.stable_prefix_hash[:16], unchanged=unchanged,

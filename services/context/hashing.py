@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 from services.context.models import LAYER_ORDER, Divergence, Layer
 
@@ -16,17 +17,16 @@ def prefix_hashes(prompt: str, ends: dict[Layer, int]) -> dict[Layer, str]:
     return {layer: sha256_hex(prompt[: ends[layer]]) for layer in LAYER_ORDER}
 
 
-def divergence(previous: str, current: str, ends: dict[Layer, int]) -> Divergence | None:
-    """The first differing UTF-8 byte between two prefixes, and the layer it falls in."""
+def divergence(previous: str, current: str, rules_end: int) -> Divergence | None:
+    """Where two stable prefixes first differ: the UTF-8 byte offset, and Rules or Settings.
+
+    ``rules_end`` is the larger of the two prefixes' Rules lengths in UTF-8
+    bytes: a difference before it lies in Rules (of one prefix or the other).
+    """
     old = previous.encode("utf-8", "surrogatepass")
     new = current.encode("utf-8", "surrogatepass")
     if old == new:
         return None
-    limit = min(len(old), len(new))
-    offset = next((i for i in range(limit) if old[i] != new[i]), limit)
-    for layer in LAYER_ORDER:
-        if offset < len(current[: ends[layer]].encode("utf-8", "surrogatepass")):
-            return Divergence(layer=layer, byte_offset=offset)
-    # The new prefix is the start of the old one: it parts at its own end, in the layer ending there.
-    last = next((layer for layer in LAYER_ORDER if ends[layer] >= len(current)), LAYER_ORDER[-1])
-    return Divergence(layer=last, byte_offset=offset)
+    # The common prefix of two byte strings (commonprefix works on any sequences).
+    offset = len(os.path.commonprefix([old, new]))  # noqa: RUF071
+    return Divergence(layer=Layer.RULES if offset < rules_end else Layer.SETTINGS, byte_offset=offset)

@@ -9,7 +9,6 @@ from services.projects.records import (
     SettingsRecord,
 )
 from services.projects.service import ProjectService, project_id_for
-from services.projects.settings import encoding_for_model
 
 __all__ = [
     "DocumentInfo",
@@ -19,6 +18,5 @@ __all__ = [
     "ProjectService",
     "Record",
     "SettingsRecord",
-    "encoding_for_model",
     "project_id_for",
 ]

@@ -11,7 +11,6 @@ import os
 import stat
 from typing import Annotated, Any
 
-import tiktoken.model
 from pydantic import Field, StringConstraints
 from sqlmodel import Session
 
@@ -20,6 +19,7 @@ from services.projects.inputs import Input, SkillId, invalid
 from services.projects.records import Language, SettingsRecord
 from services.projects.scope import require_project, table_of, update_where
 from services.store.tables import ProjectSettingsRow
+from services.tokenizer.registry import encoding_for_model
 
 DEFAULT_ENCODING = "cl100k_base"  # for models tiktoken does not know (an estimate, not exact)
 MAX_STYLE_NOTES = 4000
@@ -55,17 +55,9 @@ class SettingsPatch(Input):
                 if value is not None or name == "tokenizer_path"}
 
 
-def encoding_for_model(model: str) -> str:
-    """The tiktoken encoding of ``model``; cl100k_base for models tiktoken does not know."""
-    try:
-        return str(tiktoken.model.encoding_name_for_model(model))
-    except KeyError:
-        return DEFAULT_ENCODING
-
-
 def settings_record(row: ProjectSettingsRow) -> SettingsRecord:
     return SettingsRecord.model_validate(
-        {**row.model_dump(), "tokenizer_encoding": encoding_for_model(row.model)})
+        {**row.model_dump(), "tokenizer_encoding": encoding_for_model(row.model, DEFAULT_ENCODING)})
 
 
 def load_settings(session: Session, project_id: str) -> SettingsRecord:

@@ -6,29 +6,19 @@ import threading
 from pathlib import Path
 
 import structlog
+import tiktoken.model
 
 from services.tokenizer.base import Tokenizer, TokenizerInfo
 from services.tokenizer.resolve import resolve_tokenizer
 
 _log = structlog.get_logger("tokenizer")
 
-# Model-name prefixes and the tiktoken encoding their counts come from; longest prefix wins.
-MODEL_ENCODINGS: dict[str, str] = {
-    "gpt-4o": "o200k_base",
-    "gpt-4.1": "o200k_base",
-    "gpt-5": "o200k_base",
-    "o1": "o200k_base",
-    "o3": "o200k_base",
-    "o4": "o200k_base",
-    "gpt-4": "cl100k_base",
-    "gpt-3.5": "cl100k_base",
-    "text-embedding-3": "cl100k_base",
-}
-
-
 def encoding_for_model(model: str, default: str = "cl100k_base") -> str:
-    matches = [p for p in MODEL_ENCODINGS if model.lower().startswith(p)]
-    return MODEL_ENCODINGS[max(matches, key=len)] if matches else default
+    """The tiktoken encoding of ``model`` (tiktoken's own table); ``default`` if it has none."""
+    try:
+        return str(tiktoken.model.encoding_name_for_model(model.strip().lower()))
+    except KeyError:
+        return default
 
 
 class HuggingFaceTokenizer:

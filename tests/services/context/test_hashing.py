@@ -35,9 +35,13 @@ def test_prefix_hashes_cover_the_prompt_up_to_each_layer_end() -> None:
     }
 
 
+def _rules_end(*rules: str) -> int:
+    return max(len(r.encode()) for r in rules)
+
+
 def test_no_divergence_for_equal_prefixes() -> None:
     """Equal prefixes do not diverge."""
-    assert divergence("规则\n\n偏好", "规则\n\n偏好", _ends("规则", "偏好")) is None
+    assert divergence("规则\n\n偏好", "规则\n\n偏好", _rules_end("规则")) is None
 
 
 def test_offset_counts_utf8_bytes_and_names_the_layer() -> None:
@@ -48,27 +52,25 @@ def test_offset_counts_utf8_bytes_and_names_the_layer() -> None:
     expected = next(i for i, (a, b) in enumerate(zip(previous.encode(), current.encode(), strict=True))
                     if a != b)
     assert expected >= 14
-    assert divergence(previous, current, _ends("规则", "偏好乙")) == Divergence(Layer.SETTINGS, expected)
+    assert divergence(previous, current, _rules_end("规则")) == Divergence(Layer.SETTINGS, expected)
 
 
 def test_change_in_rules_is_reported_in_rules() -> None:
     """The first differing byte inside the Rules text names Rules."""
-    assert divergence("1. A\n\nS", "1. B\n\nS", _ends("1. B", "S")) == Divergence(Layer.RULES, 3)
+    assert divergence("1. A\n\nS", "1. B\n\nS", _rules_end("1. B")) == Divergence(Layer.RULES, 3)
 
 
 def test_appended_layer_is_reported_where_it_starts() -> None:
     """When the new prefix extends the old one, it diverges at the old end, in the layer added there."""
-    assert divergence("R", "R\n\nS", _ends("R", "S")) == Divergence(Layer.SETTINGS, 1)
+    assert divergence("R", "R\n\nS", _rules_end("R")) == Divergence(Layer.SETTINGS, 1)
 
 
-def test_shortened_prefix_stays_within_the_layers_it_has() -> None:
-    """When the new prefix is the start of the old one, the divergence is at its end, in the layer that
-    ends there, never in a layer the prefix does not cover."""
-    stable_only = {Layer.RULES: 1, Layer.SETTINGS: 4, Layer.RETRIEVED: 4, Layer.IMMEDIATE: 4}
-    assert divergence("R\n\nSS", "R\n\nS", stable_only) == Divergence(Layer.SETTINGS, 4)
-    rules_only = dict.fromkeys(Layer, 1)
-    assert divergence("R\n\nS", "R", rules_only) == Divergence(Layer.RULES, 1)
-    assert divergence("R", "", dict.fromkeys(Layer, 0)) == Divergence(Layer.RULES, 0)
+def test_rules_grown_or_shrunk_is_rules() -> None:
+    """A Rules part that got longer or shorter is reported in Rules, whichever prefix holds it."""
+    both = _rules_end("1. A", "1. A\n2. B")
+    assert divergence("1. A\n\nS", "1. A\n2. B\n\nS", both) == Divergence(Layer.RULES, 5)
+    assert divergence("1. A\n2. B\n\nS", "1. A\n\nS", both) == Divergence(Layer.RULES, 5)
+    assert divergence("R\n\nS", "R", _rules_end("R")) == Divergence(Layer.SETTINGS, 1)
 
 
 TEXT = st.text(alphabet=st.sampled_from(list("ab规则偏好😀\n. ")), max_size=12)
@@ -79,9 +81,9 @@ TEXT = st.text(alphabet=st.sampled_from(list("ab规则偏好😀\n. ")), max_siz
 def test_byte_offset_is_the_first_differing_byte(rules: str, settings_text: str, old_rules: str,
                                                  old_settings: str) -> None:
     """For any two prefixes, the offset is the first differing UTF-8 byte (or the shorter length)."""
-    current, ends = join_layers({Layer.RULES: rules, Layer.SETTINGS: settings_text})
+    current, _ = join_layers({Layer.RULES: rules, Layer.SETTINGS: settings_text})
     previous, _ = join_layers({Layer.RULES: old_rules, Layer.SETTINGS: old_settings})
-    found = divergence(previous, current, ends)
+    found = divergence(previous, current, _rules_end(rules, old_rules))
     old, new = previous.encode(), current.encode()
     if old == new:
         assert found is None
@@ -90,7 +92,4 @@ def test_byte_offset_is_the_first_differing_byte(rules: str, settings_text: str,
     offset = found.byte_offset
     assert old[:offset] == new[:offset]
     assert offset == min(len(old), len(new)) or old[offset] != new[offset]
-    rules_bytes = len(current[: ends[Layer.RULES]].encode())
-    assert found.layer in (Layer.RULES, Layer.SETTINGS)
-    if offset < rules_bytes:
-        assert found.layer is Layer.RULES
+    assert found.layer is (Layer.RULES if offset < _rules_end(rules, old_rules) else Layer.SETTINGS)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from services.errors import InvalidInput
-from services.projects.settings import SettingsPatch, check_tokenizer_file, encoding_for_model
+from services.projects.settings import SettingsPatch, check_tokenizer_file
+from services.tokenizer.registry import encoding_for_model
 
 
 @pytest.mark.parametrize(("model", "encoding"), [

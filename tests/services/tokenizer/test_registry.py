@@ -48,13 +48,13 @@ def tokenizer_json(tmp_path: Path) -> Path:
     ("qwen2.5-7b", "cl100k_base"),
     ("", "cl100k_base"),
 ])
-def test_model_maps_to_encoding_by_longest_prefix(model: str, encoding: str) -> None:
-    """The longest matching model prefix decides; unknown models get the default encoding."""
+def test_model_maps_to_encoding(model: str, encoding: str) -> None:
+    """tiktoken's own model table decides; unknown models get the default encoding."""
     assert encoding_for_model(model) == encoding
 
 
 def test_unknown_model_uses_the_given_default() -> None:
-    """The default is a parameter, and only used when no prefix matches."""
+    """The default is a parameter, and only used for models tiktoken does not know."""
     assert encoding_for_model("llama-3", default="o200k_base") == "o200k_base"
     assert encoding_for_model("gpt-4", default="o200k_base") == "cl100k_base"
 
