@@ -38,6 +38,7 @@ from services.sources.providers import (
     SemanticMemoryProvider,
     UserConstraintsProvider,
 )
+from services.sources.records import shared
 from services.store import Database, open_database
 from services.tokenizer import Tokenizer, resolve_tokenizer
 from services.tokenizer.registry import TokenizerRegistry
@@ -113,13 +114,14 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     register_knowledge(registry, constraints=constraints, kg=kg)
     register_memory(registry, semantic=semantic, episodic=episodic)
     profiles = BudgetProfiles(database)
+    constraint_list = shared(constraints.list)
     context = ContextService(Collaborators(
         settings=projects.get_settings,
         read_document=documents.read,
         profiles=profiles.get,
         providers=(
-            UserConstraintsProvider(constraints.list),
-            KnowledgeGraphProvider(constraints.list, kg.list),
+            UserConstraintsProvider(constraint_list),
+            KnowledgeGraphProvider(constraint_list, kg.list),
             SemanticMemoryProvider(partial(semantic.list, confirmed_only=True)),
             EpisodicMemoryProvider(partial(episodic.list, limit=EPISODES_CONSIDERED)),
             NullRetrievalProvider(),
