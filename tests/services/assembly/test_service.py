@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
+from tokenizers import Tokenizer as HfTokenizer
+from tokenizers import models, pre_tokenizers, trainers
 
 from services.assembly.faults import Fault
 from services.assembly.service import AssembleRequest
@@ -117,3 +120,20 @@ async def test_backpressure_past_the_queue() -> None:
     release.set()
     finished = await asyncio.gather(*(t for t in tasks if t not in refused))
     assert all(o.assembly.token_count <= o.assembly.budget.total for o in finished)
+
+
+async def test_project_tokenizer_file_is_used(tmp_path: Path) -> None:
+    """A project whose settings name a local tokenizer.json counts with it, exactly."""
+    hf = HfTokenizer(models.WordLevel(unk_token="[UNK]"))
+    hf.pre_tokenizer = pre_tokenizers.Whitespace()
+    hf.train_from_iterator(["the keeper hid the key under the third step"],
+                           trainer=trainers.WordLevelTrainer(special_tokens=["[UNK]"]))
+    path = tmp_path / "tokenizer.json"
+    hf.save(str(path))
+    world = World(documents={"c.md": "the keeper hid the key. " * 50})
+    world.settings.language = "en"
+    world.settings.tokenizer_path = str(path)
+    outcome = await world.service().assemble(AssembleRequest("p1", "c.md", 100, "continue"))
+    assert (outcome.tokenizer, outcome.exact) == ("hf:tokenizer.json", True)
+    encoded = hf.encode(outcome.assembly.prompt, add_special_tokens=False)
+    assert outcome.assembly.token_count == len(encoded.ids)
