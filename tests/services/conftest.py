@@ -1,4 +1,4 @@
-"""A fresh database and one opened project per test."""
+"""Shared by the service tests: a fresh database and one opened project per test."""
 
 from __future__ import annotations
 
