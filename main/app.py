@@ -23,6 +23,7 @@ from ipc.server import TransportLimits, WebSocketServer
 from ipc.session import SessionLimits
 from main.config import Config
 from main.lifecycle import StopSignal
+from main.lock import DataDirLock
 from main.version import NAME, VERSION
 from services.assembly.profiles import BudgetProfiles
 from services.assembly.service import Collaborators, ContextService
@@ -69,15 +70,22 @@ def open_services(config: Config) -> Services:
     """Open the stores and the tokenizer (blocking; run off the event loop)."""
     # The writer's text lives here: keep it private to the user.
     config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    database = open_database(config.resolved_database_url)
+    lock = DataDirLock(config.data_dir)
+    lock.acquire()
+    try:
+        database = open_database(config.resolved_database_url)
+    except Exception:
+        lock.release()
+        raise
     try:
         vectors = open_vector_store(path=config.chroma_path, url=config.chroma_url)
     except Exception:
         database.close()
+        lock.release()
         raise
     services = Services(database=database, vectors=vectors,
                         tokenizer=resolve_tokenizer(config.tokenizer_encoding))
-    services.closers += [database.close, lambda: close_vector_store(vectors)]
+    services.closers += [lock.release, database.close, lambda: close_vector_store(vectors)]
     return services
 
 

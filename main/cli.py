@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from ipc.dispatch import code_locations
 from main.app import serve
 from main.config import Config
+from main.lock import DataDirLocked
 from main.logs import configure_logging, shutdown_logging
 from main.version import VERSION
 
@@ -87,6 +88,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         # start-up failure with a message, not a traceback.
         configure_logging(config.log_level, config.log_path)
         asyncio.run(serve(config, _announcer(ready_stream)))
+    except DataDirLocked as exc:
+        structlog.get_logger("main").error("main.failed", exc_type="DataDirLocked", holder=exc.holder)
+        print(f"strata: cannot start: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         structlog.get_logger("main").error("main.failed", exc_type=type(exc).__name__,
                                            errno=exc.errno)

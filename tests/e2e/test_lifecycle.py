@@ -116,3 +116,19 @@ def test_port_in_use_fails_clearly(tmp_path: Path, proc: ServerProcess) -> None:
     stderr = (tmp_path / "other-stderr.log").read_text()
     assert "strata: cannot start" in stderr
     assert "Traceback" not in stderr
+
+
+def test_second_server_on_the_same_data_dir_is_refused(proc: ServerProcess, tmp_path: Path) -> None:
+    """A second `strata serve` on a data dir in use exits 1 with a clear message, touching nothing."""
+    with pytest.raises(RuntimeError, match="server exited before it was ready"):
+        start_server(proc.data_dir)
+    stderr = (proc.data_dir.parent / f"{proc.data_dir.name}-stderr.log").read_text()
+    assert f"another Strata process (pid {proc.process.pid}) is using this data dir" in stderr
+
+
+def test_kill_9_leaves_no_stale_lock(tmp_path: Path) -> None:
+    """After the holder is killed outright, a new server starts on the same data dir."""
+    first = start_server(tmp_path / "data")
+    first.kill()
+    second = start_server(tmp_path / "data")
+    assert second.terminate() == 0
