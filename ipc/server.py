@@ -24,12 +24,13 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from ipc.auth import HandshakePolicy, judge_handshake
+from ipc.auth import HandshakePolicy, host_allowed, judge_handshake
 from ipc.context import Role
 from ipc.dispatch import Dispatcher, code_locations
 from ipc.errors import InternalError, ParseError
 from ipc.protocol import error_reply
 from ipc.session import Session, SessionLimits
+from ipc.static import inspector_response, is_inspector_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +119,10 @@ class WebSocketServer:
         headers = _single_valued(request.headers)
         if headers is None:
             return self._refuse(connection, HTTPStatus.BAD_REQUEST, "repeated header")
+        if self._debug and is_inspector_path(request.path):  # the inspector page: plain HTTP, no token
+            if not host_allowed(headers.get("Host"), self._policy.port):
+                return self._refuse(connection, HTTPStatus.FORBIDDEN, "forbidden host")
+            return inspector_response(request.path)
         verdict = judge_handshake(self._policy, headers, request.path)
         if verdict.role is None:
             assert verdict.status is not None

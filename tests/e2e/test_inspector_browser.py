@@ -1,0 +1,525 @@
+"""The debug inspector page, driven in real headless Chromium against a real main process.
+
+A ``python -m main serve --debug`` child serves the page itself at
+``/inspector`` (plain HTTP answered before the websocket handshake) and its
+websocket at ``/``. Each test seeds its own bilingual sample project over
+JSON-RPC, opens ``/inspector#token=INSPECTOR_TOKEN`` like a developer would,
+and works the page through clicks and form fields only; where it matters the
+test asks the server directly (a second connection) what really happened.
+Screenshots go to ``test-output/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.async_api import ConsoleMessage, Page
+
+from scripts.sample_data import ZH_CHAPTERS, seed
+from tests.support.browser import chromium
+from tests.support.client import RpcClient
+from tests.support.process import ServerProcess, start_server
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+OUTPUT = ROOT / "test-output"
+CHAPTER = "第五章.md"
+ASTRAL_DOC = "附录.md"
+# Astral characters (two UTF-16 units each) before the click target: the cursor must count code points.
+ASTRAL_TEXT = "# 附录 𠮷\n\n𠀋𠀋𠀋 林远说：“钥匙在台阶下。”苏晴点头。\n"
+
+
+@dataclass
+class Inspector:
+    """A loaded inspector page, the server behind it and the project seeded for this test."""
+
+    page: Page
+    server: ServerProcess
+    project_id: str
+    rpc: RpcClient
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server.port}"
+
+    @property
+    def inspector_token(self) -> str:
+        return str(self.server.ready["inspectorToken"])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    running = start_server(tmp_path_factory.mktemp("inspector") / "data", "--debug")
+    try:
+        yield running
+    finally:
+        running.terminate()
+        running.kill()
+
+
+@pytest.fixture
+async def inspector(server: ServerProcess, tmp_path: Path,
+                    request: pytest.FixtureRequest) -> AsyncIterator[Inspector]:
+    rpc = await RpcClient.open(server.url, server.token)
+    folder = tmp_path / "灯塔"
+    project_id = await seed(rpc.call, folder, "zh")
+    await rpc.call("document:write", {"projectId": project_id, "documentId": ASTRAL_DOC, "text": ASTRAL_TEXT})
+    try:
+        async with chromium() as browser:
+            page = await browser.new_page(viewport={"width": 1280, "height": 800})
+            page.set_default_timeout(15_000)
+            ins = Inspector(page=page, server=server, project_id=project_id, rpc=rpc)
+            page.on("pageerror", lambda exc: ins.errors.append(f"pageerror: {exc}"))
+
+            def console(message: ConsoleMessage) -> None:
+                if message.type == "error":
+                    ins.errors.append(f"console: {message.text}")
+
+            page.on("console", console)
+            yield ins
+            OUTPUT.mkdir(exist_ok=True)
+            await page.screenshot(path=str(OUTPUT / f"inspector-{request.node.name}.png"))
+            await page.close()
+    finally:
+        await rpc.close()
+    assert ins.errors == [], "errors in the page"
+
+
+async def open_page(ins: Inspector) -> None:
+    """Load /inspector with the token in the fragment and wait until connected."""
+    await ins.page.goto(f"{ins.base}/inspector#token={ins.inspector_token}")
+    await ins.page.wait_for_selector("body[data-connected='true']")
+
+
+async def pick(ins: Inspector, document_id: str = CHAPTER) -> str:
+    """Choose this test's project and a document; return the document's text as the page shows it."""
+    page = ins.page
+    await page.wait_for_selector(f"#project option[value='{ins.project_id}']", state="attached")
+    await page.select_option("#project", ins.project_id)
+    await page.wait_for_selector(f"#document option[value='{document_id}']", state="attached")
+    await page.select_option("#document", document_id)
+    await page.wait_for_selector("#doc-view[data-cursor]", state="attached")
+    await idle(page)
+    return str(await page.evaluate("document.querySelector('#doc-view').textContent"))
+
+
+async def idle(page: Page) -> None:
+    await page.wait_for_selector("body[data-busy='0']", state="attached")
+
+
+async def click_before(page: Page, needle: str) -> None:
+    """Click the left edge of the first character of ``needle`` in the document view."""
+    box = await page.evaluate(
+        """(needle) => {
+            const view = document.querySelector('#doc-view');
+            const walker = document.createTreeWalker(view, NodeFilter.SHOW_TEXT);
+            for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                const at = node.data.indexOf(needle);
+                if (at < 0) continue;
+                const range = document.createRange();
+                range.setStart(node, at);
+                range.setEnd(node, at + 1);
+                view.scrollIntoView({block: 'nearest'});
+                const frame = view.getBoundingClientRect();
+                view.scrollTop += range.getClientRects()[0].top - frame.top - frame.height / 2;
+                const r = range.getClientRects()[0];
+                return {x: r.left + 1, y: r.top + r.height / 2};
+            }
+            return null;
+        }""",
+        needle,
+    )
+    assert box is not None, f"{needle!r} not shown"
+    await page.mouse.click(box["x"], box["y"])
+
+
+async def assemble(ins: Inspector) -> int:
+    """Press Assemble; wait for the rendered result; return its render sequence number."""
+    page = ins.page
+    before = await result_seq(page)
+    await page.click("#assemble")
+    await rerendered(page, before)
+    return await result_seq(page)
+
+
+async def rerendered(page: Page, seq: int) -> None:
+    """Wait until the result was rendered again after render number ``seq`` and the page is idle."""
+    await page.wait_for_function(
+        "(n) => Number(document.querySelector('#result').dataset.seq || 0) > n", arg=seq)
+    await idle(page)
+
+
+async def result_seq(page: Page) -> int:
+    return int(await page.evaluate("Number(document.querySelector('#result').dataset.seq || 0)"))
+
+
+async def rows(page: Page, layer: str) -> list[dict[str, str]]:
+    """The candidate rows of one layer table: id, fate and the cells' text."""
+    out = await page.evaluate(
+        """(layer) => [...document.querySelectorAll(`table.layer-table[data-layer='${layer}'] tbody tr`)]
+            .map((tr) => ({id: tr.dataset.id, fate: tr.dataset.fate,
+                           cells: [...tr.cells].map((td) => td.textContent)}))""",
+        layer,
+    )
+    return list(out)
+
+
+async def system_tokens(page: Page) -> int:
+    """The system prompt's tokens, as the budget bar shows them."""
+    return int(await page.evaluate(
+        "Number(document.querySelector('#budget-bar .seg-system').dataset.tokens)"))
+
+
+async def error_codes(page: Page) -> list[str]:
+    return list(await page.evaluate(
+        "[...document.querySelectorAll('#error-list li')].map((li) => li.dataset.code)"))
+
+
+async def prompt_text(page: Page, layer: str) -> str:
+    return str(await page.evaluate(
+        f"document.querySelector(\".prompt-block[data-layer='{layer}'] .prompt-text\").textContent"))
+
+
+async def inspect_directly(ins: Inspector, params: dict[str, Any]) -> dict[str, Any]:
+    """What the server answers the same inspection, over a second (inspector) connection."""
+    other = await RpcClient.open(ins.server.url, ins.inspector_token)
+    try:
+        result: dict[str, Any] = await other.call("context:inspect", {"projectId": ins.project_id, **params})
+        return result
+    finally:
+        await other.close()
+
+
+async def test_assemble_shows_every_layer_for_a_clicked_cursor(inspector: Inspector) -> None:
+    """Load /inspector with the token in the fragment (removed from the address bar at once),
+    pick the seeded Chinese chapter, click in the text to place the cursor, type an instruction
+    and assemble: the budget bar, the stable prefix, every candidate of every layer with its
+    fate and the final prompt with layer boundaries show, matching what the server computes."""
+    page = inspector.page
+    await open_page(inspector)
+    assert page.url == f"{inspector.base}/inspector/", "the token must not stay in the URL"
+    text = await pick(inspector)
+    assert text == ZH_CHAPTERS[CHAPTER]
+
+    target = "苏晴敲着门"
+    await click_before(page, target)
+    cursor = ZH_CHAPTERS[CHAPTER].index(target)
+    assert await page.input_value("#cursor") == str(cursor)
+    await page.fill("#instruction", "写苏晴进门后的第一句话")
+    await assemble(inspector)
+
+    expected = await inspect_directly(inspector, {
+        "documentId": CHAPTER, "cursorPosition": cursor, "skillId": "continue",
+        "additionalInput": "写苏晴进门后的第一句话"})
+    assert await page.text_content("#prefix-hash") == expected["stablePrefixHash"]
+    summary = await page.text_content("#summary") or ""
+    assert f"{expected['tokenCount']:,} of {expected['budget']['total']:,} tokens" in summary
+
+    rules = await rows(page, "rules")
+    assert {r["id"] for r in rules} == {c["id"] for c in expected["candidates"] if c["layer"] == "rules"}
+    assert {"constraint:1", "entity:1", "settings:narrative"} <= {r["id"] for r in rules}
+    first = next(r for r in rules if r["id"] == "constraint:1")
+    assert "严格第一人称叙述" in first["cells"][1]
+    assert "priority 10" in first["cells"][3]
+    assert first["fate"] == "included"
+    for layer in ("settings", "retrieved", "immediate"):
+        assert [r["id"] for r in await rows(page, layer)] == [
+            c["id"] for c in expected["candidates"] if c["layer"] == layer]
+    window = (await rows(page, "immediate"))[0]
+    assert window["id"] == "window"
+    assert "distance" in window["cells"][3]
+
+    segments = await page.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('#budget-bar .seg')]"
+        ".map((s) => [s.dataset.segment, Number(s.dataset.tokens)]))")
+    budget = expected["budget"]
+    assert segments["reserve"] == budget["outputReserve"]
+    assert segments["system"] == budget["systemPromptTokens"]
+    for layer in ("rules", "settings", "retrieved", "immediate"):
+        assert segments[layer] == expected["layers"][layer]["tokens"]
+    assert segments["free"] == budget["total"] - expected["tokenCount"]
+    assert sum(segments.values()) == budget["contextWindow"]
+
+    blocks = await page.evaluate(
+        "[...document.querySelectorAll('#prompt .prompt-block')].map((b) => b.dataset.layer)")
+    assert blocks == ["rules", "settings", "retrieved", "immediate"]
+    shown = [await prompt_text(page, layer) for layer in blocks]
+    assert "\n\n".join(shown) == expected["prompt"]
+    assert "end of the stable prefix" in (await page.text_content("#prompt .boundary") or "")
+    assert "first inspection" in (await page.text_content("#prefix-local") or "")
+
+    await page.screenshot(path=str(OUTPUT / "inspector-1280x800.png"))
+    await page.screenshot(path=str(OUTPUT / "inspector-1280-full.png"), full_page=True)
+    assert inspector.inspector_token not in inspector.server.stderr_text()
+
+
+async def test_click_counts_code_points_not_utf16_units(inspector: Inspector) -> None:
+    """Characters outside the BMP are one code point each: a click after them sets the
+    cursor the server expects, and the window ends exactly there."""
+    page = inspector.page
+    await open_page(inspector)
+    assert await pick(inspector, ASTRAL_DOC) == ASTRAL_TEXT
+    await click_before(page, "苏晴点头")
+    cursor = ASTRAL_TEXT.index("苏晴点头")
+    assert cursor != len(ASTRAL_TEXT[:cursor].encode("utf-16-le")) // 2
+    assert await page.input_value("#cursor") == str(cursor)
+    await assemble(inspector)
+    immediate = await prompt_text(page, "immediate")
+    assert immediate.endswith("林远说：“钥匙在台阶下。”")
+
+
+async def test_budget_edit_conflict_and_reapply(inspector: Inspector) -> None:
+    """Saving the profile bumps its version and re-inspects; when a second client saves in
+    between, the page shows CONTEXT_BUDGET_CONFLICT and both profiles and saves nothing;
+    reapplying sends only the user's changes on the newer version, keeping the other's."""
+    page, rpc, project = inspector.page, inspector.rpc, inspector.project_id
+    await open_page(inspector)
+    await pick(inspector)
+    await assemble(inspector)
+    assert await page.get_attribute("#budget-version", "data-version") == "1"
+
+    await page.fill("#b-contextWindow", "6000")
+    seq = await result_seq(page)
+    await page.click("#budget-save")
+    await page.wait_for_selector("#budget-version[data-version='2']")
+    await rerendered(page, seq)
+    profile = await rpc.call("context:budget:get", {"projectId": project})
+    assert (profile["version"], profile["contextWindow"]) == (2, 6000)
+    summary = await page.text_content("#summary") or ""
+    system = await system_tokens(page)
+    assert f"of {6000 - 1024 - system:,} tokens" in summary
+
+    # Another client saves version 3 while the page still holds version 2.
+    await rpc.call("context:budget:update", {"projectId": project, "version": 2, "outputReserve": 512})
+    await page.fill("#b-min-immediate", "1500")
+    await page.click("#budget-save")
+    await page.wait_for_selector("#budget-conflict:not([hidden])")
+    await idle(page)
+    assert "CONTEXT_BUDGET_CONFLICT" in await error_codes(page)
+    error = await page.text_content("#error-list li[data-code='CONTEXT_BUDGET_CONFLICT']") or ""
+    assert '"currentVersion": 3' in error
+    conflict = await page.evaluate(
+        """Object.fromEntries([...document.querySelectorAll('#conflict-table tbody tr')]
+            .map((tr) => [tr.dataset.field, [...tr.cells].slice(1, 4).map((c) => c.textContent)]))""")
+    assert conflict == {"outputReserve": ["1024", "", "512"], "minimums.immediate": ["2000", "1500", "2000"]}
+    unchanged = await rpc.call("context:budget:get", {"projectId": project})
+    assert (unchanged["version"], unchanged["minimums"]["immediate"],
+            unchanged["outputReserve"]) == (3, 2000, 512)
+    OUTPUT.mkdir(exist_ok=True)
+    await page.locator("#budget-conflict").screenshot(path=str(OUTPUT / "inspector-budget-conflict.png"))
+
+    await page.click("#conflict-reapply")
+    await page.wait_for_selector("#budget-version[data-version='4']")
+    await idle(page)
+    assert await page.is_hidden("#budget-conflict")
+    final = await rpc.call("context:budget:get", {"projectId": project})
+    assert (final["version"], final["contextWindow"], final["outputReserve"],
+            final["minimums"]["immediate"]) == (4, 6000, 512, 1500)
+    assert await page.input_value("#b-outputReserve") == "512"
+
+
+async def test_what_if_total_budget_shows_changes_without_saving(inspector: Inspector) -> None:
+    """A what-if re-runs the same inspection with a smaller total through budgetOverride:
+    per-layer token deltas and the candidates whose fate changed show, the result view can
+    switch between the two, and the saved profile stays as it was."""
+    page, project = inspector.page, inspector.project_id
+    await open_page(inspector)
+    await pick(inspector)
+    await assemble(inspector)
+    base_rows = {r["id"]: r["fate"] for r in await rows(page, "retrieved")}
+    assert set(base_rows.values()) == {"included"}
+
+    await page.fill("#whatif-total", "420")
+    seq = await result_seq(page)
+    await page.click("#whatif-run")
+    await rerendered(page, seq)
+    assert await page.get_attribute("#result", "data-view") == "whatif"
+
+    profile = await inspector.rpc.call("context:budget:get", {"projectId": project})
+    assert profile["version"] == 1
+    system = await system_tokens(page)
+    window = 420 + profile["outputReserve"] + system
+    # A minimum above the what-if window would make the profile invalid: the page lowers it.
+    lowered = {layer: window for layer, minimum in profile["minimums"].items() if minimum > window}
+    assert lowered == {"immediate": window}
+    assert f"immediate 2,000 → {window:,}" in (await page.text_content("#whatif-note") or "")
+    expected = await inspect_directly(inspector, {
+        "documentId": CHAPTER, "cursorPosition": len(ZH_CHAPTERS[CHAPTER]), "skillId": "continue",
+        "budgetOverride": {"contextWindow": window, "minimums": lowered}})
+    assert expected["budget"]["total"] == 420
+    deltas = await page.evaluate(
+        """Object.fromEntries([...document.querySelectorAll('#whatif-deltas tbody tr')]
+            .map((tr) => [tr.dataset.layer, [...tr.cells].slice(1).map((c) => c.textContent)]))""")
+    assert deltas["total budget"][1] == "420"
+    assert deltas["prompt"][1] == f"{expected['tokenCount']:,}"
+    changes = await page.evaluate(
+        """[...document.querySelectorAll('#whatif-changes tbody tr')]
+            .map((tr) => ({id: tr.dataset.id, after: tr.cells[2].textContent}))""")
+    changed = {c["id"]: c["after"] for c in changes}
+    assert changed, "a smaller budget must change some fates"
+    for c in expected["candidates"]:
+        if c["layer"] == "retrieved" and c["fate"] != "included":
+            assert changed[c["id"]].startswith(c["fate"])
+    what_rows = {r["id"]: r["fate"] for r in await rows(page, "retrieved")}
+    assert what_rows == {c["id"]: c["fate"] for c in expected["candidates"] if c["layer"] == "retrieved"}
+
+    await page.click("#view-base")
+    assert await page.get_attribute("#result", "data-view") == "base"
+    assert {r["id"]: r["fate"] for r in await rows(page, "retrieved")} == base_rows
+    await page.click("#view-whatif")
+    await page.locator("#whatif-result").screenshot(path=str(OUTPUT / "inspector-whatif.png"))
+
+
+async def test_added_constraint_lands_at_the_top_of_rules(inspector: Inspector) -> None:
+    """A constraint added in the page (highest priority) is listed, the page re-inspects and
+    it is rule 1 of the Rules layer, marked new, with the stable prefix reported changed in
+    Rules; deleting it takes it out again."""
+    page = inspector.page
+    await open_page(inspector)
+    await pick(inspector)
+    await assemble(inspector)
+    assert "5" in (await page.text_content("#constraints-count") or "")
+
+    text = "林远从不在夜里离开灯塔"
+    await page.select_option("#c-kind", "plot")
+    await page.fill("#c-priority", "100")
+    await page.fill("#c-text", text)
+    seq = await result_seq(page)
+    await page.click("#c-add")
+    await rerendered(page, seq)
+
+    listed = await page.evaluate(
+        "[...document.querySelectorAll('#constraint-list .ctext')].map((n) => n.textContent)")
+    assert listed[0] == text
+    rules_text = await prompt_text(page, "rules")
+    assert rules_text.startswith(f"[创作约束 - 不可违反]\n1. {text}\n2. 严格第一人称叙述")
+    new_rows = [r for r in await rows(page, "rules") if "new" in r["cells"][1]]
+    assert len(new_rows) == 1
+    assert text in new_rows[0]["cells"][1]
+    assert new_rows[0]["fate"] == "included"
+    local = await page.text_content("#prefix-local") or ""
+    assert re.search(r"changed · first differs in rules at byte \d+", local), local
+    assert await page.locator("#prompt mark.diverge").count() == 1
+
+    listing = await inspector.rpc.call("constraints:list", {"projectId": inspector.project_id})
+    added = next(c for c in listing["constraints"] if c["text"] == text)
+    seq = await result_seq(page)
+    await page.click(f"#constraint-list li[data-id='{added['id']}'] button")
+    await rerendered(page, seq)
+    assert text not in await prompt_text(page, "rules")
+    listing = await inspector.rpc.call("constraints:list", {"projectId": inspector.project_id})
+    assert len(listing["constraints"]) == 5
+
+
+async def test_server_errors_show_their_data_code(inspector: Inspector) -> None:
+    """Every failure is listed with its data.code and data: ratios that do not sum to 1
+    (INVALID_PARAMS with the field errors), a cursor past the end is refused by the page
+    only to the end, and a wrong token is a connection error that never echoes the token."""
+    page = inspector.page
+    await open_page(inspector)
+    await pick(inspector)
+    await page.fill("#b-ratio-rules", "0.5")
+    assert await page.text_content("#ratio-sum") == "1.35"
+    await page.click("#budget-save")
+    await page.wait_for_selector("#error-list li[data-code='INVALID_PARAMS']")
+    item = await page.text_content("#error-list li[data-code='INVALID_PARAMS']") or ""
+    assert "(-32602)" in item
+    assert '"code": "INVALID_PARAMS"' in item
+    profile = await inspector.rpc.call("context:budget:get", {"projectId": inspector.project_id})
+    assert profile["version"] == 1
+
+    await page.fill("#cursor", "999999")
+    await page.press("#cursor", "Enter")
+    assert await page.input_value("#cursor") == str(len(ZH_CHAPTERS[CHAPTER]))
+
+    await page.click("#disconnect")
+    await page.wait_for_selector("body[data-connected='false']")
+    await page.fill("#token", "not-the-token-0123456789")
+    await page.click("#connect")
+    await page.wait_for_selector("#error-list li[data-code='CONNECTION']")
+    assert "not-the-token" not in (await page.text_content("#errors") or "")
+    inspector.errors[:] = [e for e in inspector.errors if "WebSocket connection" not in e]
+
+
+async def test_narrow_window_stacks_without_horizontal_scrolling(inspector: Inspector) -> None:
+    """At 420 px wide the panels stack in one column, nothing but the tables' own scrollers
+    overflows, and the Chinese text of the document and the prompt is laid out."""
+    page = inspector.page
+    await page.set_viewport_size({"width": 420, "height": 860})
+    await open_page(inspector)
+    await pick(inspector)
+    await click_before(page, "苏晴敲着门")
+    await assemble(inspector)
+    width = await page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 420
+    columns = await page.evaluate("getComputedStyle(document.querySelector('.layout')).gridTemplateColumns")
+    assert len(str(columns).split()) == 1
+    await page.screenshot(path=str(OUTPUT / "inspector-420.png"))
+    await page.evaluate("document.querySelector('#results').scrollIntoView()")
+    await page.screenshot(path=str(OUTPUT / "inspector-420-results.png"))
+
+
+async def _http_get(port: int, path: str, host: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    """One plain HTTP/1.1 GET (no websocket upgrade); status, headers (lower-case names), body."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: {host or f'127.0.0.1:{port}'}\r\n"
+                     "Accept: */*\r\n\r\n".encode())
+        await writer.drain()
+        raw = await asyncio.wait_for(reader.read(), 10)
+    finally:
+        writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(lines[0].split()[1]), headers, body
+
+
+async def test_page_is_served_in_debug_mode_with_strict_headers(server: ServerProcess) -> None:
+    """In debug mode the page and its three assets load without a token, never cached, with
+    nosniff and a CSP that only allows loopback websockets; /inspector redirects to the
+    folder, unknown or escaping names are 404, and a foreign Host is 403 (DNS rebinding)."""
+    port = server.port
+    status, headers, body = await _http_get(port, "/inspector")
+    assert (status, headers["location"]) == (308, "/inspector/")
+    for path, name, kind in [("/inspector/", "inspector.html", "text/html"),
+                             ("/inspector/inspector.js", "inspector.js", "text/javascript"),
+                             ("/inspector/inspector.css", "inspector.css", "text/css"),
+                             ("/inspector/strata-client.js", "strata-client.js", "text/javascript")]:
+        status, headers, body = await _http_get(port, path)
+        assert status == 200, path
+        assert headers["content-type"].startswith(kind)
+        assert headers["cache-control"] == "no-store"
+        assert headers["x-content-type-options"] == "nosniff"
+        assert "connect-src 'self' ws://127.0.0.1:* ws://localhost:*" in headers["content-security-policy"]
+        assert "script-src 'self'" in headers["content-security-policy"]
+        assert int(headers["content-length"]) == len(body)
+        assert body == (ROOT / "renderer-stub" / name).read_bytes()
+    for path in ["/inspector/../ipc/server.py", "/inspector/%2e%2e/pyproject.toml", "/inspector/package.json",
+                 "/inspector/client-test.html", "/inspector/inspector.js/", "/inspectorx"]:
+        assert (await _http_get(port, path))[0] == 404, path
+    assert (await _http_get(port, "/inspector/", host=f"evil.example:{port}"))[0] == 403
+    assert (await _http_get(port, "/inspector/", host="127.0.0.1:1"))[0] == 403
+    assert (await _http_get(port, "/inspector/?token=x"))[0] == 200
+
+
+async def test_page_is_404_without_debug(tmp_path: Path) -> None:
+    """Outside debug mode the server has no inspector page at all."""
+    running = start_server(tmp_path / "data")
+    try:
+        for path in ("/inspector", "/inspector/", "/inspector/inspector.js"):
+            assert (await _http_get(running.port, path))[0] == 404, path
+    finally:
+        running.terminate()
+        running.kill()
