@@ -8,14 +8,14 @@ tokenizer's count of the returned prompt and never exceeds the budget total.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import structlog
 
 from services.context.budget import MAX_INPUT_TOKENS, make_budget, rules_allowance
 from services.context.counting import CountCache
-from services.context.hashing import prefix_hashes, sha256_hex
+from services.context.hashing import prefix_hashes
 from services.context.models import (
     LAYER_ORDER,
     TRIM_ORDER,
@@ -72,35 +72,126 @@ class _State:
             return render_window(cut, self.request.instruction, self.request.language)
         return render_sections(layer, self.kept[layer], self.request.language)
 
-    def sizes(self) -> dict[Layer, int]:
-        return {layer: self.count(self.text(layer)) for layer in LAYER_ORDER}
+    def without(self, layer: Layer, gone: Sequence[Item]) -> list[Item]:
+        """``layer``'s kept items minus ``gone``, in render order."""
+        skip = {id(i) for i in gone}
+        return [i for i in self.kept[layer] if id(i) not in skip]
 
-    def drop(self, item: Item, reason: str) -> None:
-        self.kept[item.layer].remove(item)
-        self.reports.append(dropped(item, reason))
-        self.truncated.add(item.layer)
+    def drop(self, layer: Layer, gone: Sequence[Item], reason: str | Callable[[Item], str]) -> None:
+        """Drop ``gone`` from ``layer`` (in that order, for the reports)."""
+        if not gone:
+            return
+        # Screening keeps one item per id, so identity is equality here (and much cheaper).
+        self.kept[layer] = self.without(layer, gone)
+        for item in gone:
+            self.reports.append(dropped(item, reason if isinstance(reason, str) else reason(item)))
+        self.truncated.add(layer)
+
+
+def natural_id(item_id: str) -> tuple[str, int, str]:
+    """Ids in creation order: ``constraint:9`` before ``constraint:10``."""
+    prefix, _, suffix = item_id.rpartition(":")
+    return (prefix, int(suffix), "") if suffix.isdigit() else (prefix, -1, suffix)
 
 
 def _order(layer: Layer, items: list[Item], mentioned: set[str]) -> list[Item]:
-    """Render order inside a layer: its sections in order, most important first."""
-    def rank(item: Item) -> tuple[object, ...]:
+    """Render order inside a section: user before kg constraints, entities named near the
+    cursor first, then by key (highest first), then oldest first."""
+    def rank(item: Item) -> tuple[bool, float, tuple[str, int, str]]:
         if item.section == "constraints":
-            return (item.origin != "user", -item.key, item.id)
-        if item.section == "entities":
-            return (item.id not in mentioned, -item.key, item.id)
-        return (-item.key, item.id)
+            demoted = item.origin != "user"
+        elif item.section == "entities":
+            demoted = item.id not in mentioned
+        else:
+            demoted = False
+        return (demoted, -item.key, natural_id(item.id))
 
     return sorted(items, key=rank)
 
 
 def _mentioned(items: list[Item], window: Window | None) -> set[str]:
     text = (window.before + window.after) if window else ""
-    return {i.id for i in items if any(name and name in text for name in i.names)}
+    return {i.id for i in items if i.names and any(name and name in text for name in i.names)}
 
 
-def _over(state: _State, sizes: dict[Layer, int]) -> int:
-    separators = sum(1 for layer in LAYER_ORDER if sizes[layer]) - 1
-    return sum(sizes.values()) + max(separators, 0) - state.budget.total
+def _first_fit(fits: Callable[[int], bool], last: int, guess: int) -> int:
+    """The smallest ``k`` in ``1..last`` with ``fits(k)``, given ``fits(last)`` and not ``fits(0)``.
+
+    ``fits`` must be monotone (once true, true for every larger ``k``). Probes
+    gallop out from ``guess`` and then bisect, so a good guess costs two calls.
+    """
+    lo, hi = 0, last  # fits(lo) is false, fits(hi) is true
+    probe = min(max(guess, 1), last)
+    step = 1
+    if fits(probe):
+        hi = probe
+        while hi - step > lo:
+            if not fits(hi - step):
+                lo = hi - step
+                break
+            hi -= step
+            step *= 2
+    else:
+        lo = probe
+        while lo + step < hi:
+            if fits(lo + step):
+                hi = lo + step
+                break
+            lo += step
+            step *= 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _guess(sequence: Sequence[Item], excess: int) -> int:
+    """How many items of ``sequence`` to drop to shed ``excess`` tokens, by their own counts."""
+    shed = 0
+    for n, item in enumerate(sequence, start=1):
+        shed += max(item.tokens, 0) + 1  # + its separator
+        if shed >= excess:
+            return n
+    return len(sequence)
+
+
+def _drops_needed(state: _State, layer: Layer, sequence: Sequence[Item], size: int | None,
+                  target: int, floor: int = 0) -> int:
+    """How many items the one-at-a-time loop drops from the front of ``sequence``.
+
+    That loop drops the next item, recounts the layer and stops as soon as it
+    fits ``target``; with a ``floor`` it stops instead just before a drop that
+    would leave the layer under ``floor``. Removing a whole item never makes the
+    layer's count larger, so the stopping point is found here with a few exact
+    counts (``_first_fit``) instead of one count per dropped item. ``size`` is
+    the layer's current count if known; otherwise the whole layer is counted
+    only when at most one item turns out to go (the others show it is over).
+    """
+    if not sequence or (size is not None and size <= target):
+        return 0
+    counts = {} if size is None else {0: size}
+
+    def size_after(k: int) -> int:
+        if k not in counts:
+            counts[k] = state.count(render_sections(layer, state.without(layer, sequence[:k]),
+                                                    state.request.language))
+        return counts[k]
+
+    last = len(sequence)
+    if size_after(last) <= target:
+        estimate = size if size is not None else sum(max(i.tokens, 0) + 1 for i in state.kept[layer])
+        stop = _first_fit(lambda k: size_after(k) <= target, last, _guess(sequence, estimate - target))
+        if stop == 1 and size_after(0) <= target:
+            return 0  # it fitted already
+    else:
+        stop = last  # nothing fits: the loop drops them all
+    if floor and size_after(stop) < floor:
+        # The loop checks the layer without the next item before dropping it.
+        stop = _first_fit(lambda k: size_after(k) < floor, stop, stop) - 1
+    return stop
 
 
 def _shape_rules(state: _State, mentioned: set[str]) -> None:
@@ -115,27 +206,25 @@ def _shape_rules(state: _State, mentioned: set[str]) -> None:
     rules = state.kept[Layer.RULES]
     entities = [i for i in rules if i.section == "entities"]
     kg_constraints = sorted((i for i in rules if i.section == "constraints" and i.origin == "kg"),
-                            key=lambda i: (i.key, i.id))
-    for item in [*reversed(entities), *kg_constraints]:
-        if size <= allowance:
-            return
-        reason = "rules_relevance" if item.section == "entities" else "rules_overbudget"
-        state.drop(item, reason)
+                            key=lambda i: (i.key, natural_id(i.id)))
+    sequence = [*reversed(entities), *kg_constraints]
+    gone = sequence[:_drops_needed(state, Layer.RULES, sequence, size, allowance)]
+    state.drop(Layer.RULES, gone,
+               lambda i: "rules_relevance" if i.section == "entities" else "rules_overbudget")
+    for item in gone:
         if item.section == "constraints":
             _log.info("context.constraint_cut", project_id=state.request.project_id, constraint=item.id)
-        size = state.count(state.text(Layer.RULES))
 
 
-def _shrink_items(state: _State, layer: Layer, target: int, floor: int) -> None:
-    """Drop the lowest-key items of ``layer`` until it fits ``target``, never going under ``floor``."""
-    size = state.count(state.text(layer))
-    while size > target and state.kept[layer]:
-        lowest = min(state.kept[layer], key=lambda i: (i.key, i.id))
-        rest = [i for i in state.kept[layer] if i is not lowest]
-        if floor and state.count(render_sections(layer, rest, state.request.language)) < floor:
-            return  # the minimum is a guarantee: keep whole items rather than fall below it
-        state.drop(lowest, "budget")
-        size = state.count(state.text(layer))
+def _shrink_items(state: _State, layer: Layer, target: int, floor: int, size: int | None = None) -> int:
+    """Drop the lowest-key items of ``layer`` until it fits ``target``, never going under ``floor``.
+
+    ``size`` is the layer's current count when the caller has it. Returns how many items went.
+    """
+    sequence = sorted(state.kept[layer], key=lambda i: (i.key, natural_id(i.id)))  # lowest first
+    gone = sequence[:_drops_needed(state, layer, sequence, size, target, floor)]
+    state.drop(layer, gone, "budget")
+    return len(gone)
 
 
 def _shrink_window(state: _State, target: int) -> None:
@@ -153,40 +242,69 @@ def _shrink_window(state: _State, target: int) -> None:
     state.truncated.add(Layer.IMMEDIATE)
 
 
-def _shrink(state: _State, layer: Layer, target: int, floor: int = 0) -> None:
+def _shrink(state: _State, layer: Layer, target: int, floor: int = 0, size: int | None = None) -> None:
     if layer is Layer.IMMEDIATE:
         _shrink_window(state, target)
     else:
-        _shrink_items(state, layer, target, floor)
+        _shrink_items(state, layer, target, floor, size)
 
 
 def _fit(state: _State) -> None:
-    """Trim Retrieved, Settings, Immediate to their minimums, then below them if needed."""
-    sizes = state.sizes()
+    """Trim Retrieved, Settings, Immediate to their minimums, then below them if needed.
+
+    An item layer is not counted whole before its turn: its target does not
+    depend on its own size, and once items are dropped the smaller counts show
+    it was over (see ``_drops_needed``). The decisions are the same as with every
+    layer counted up front.
+    """
+    sizes: dict[Layer, int] = {}
+
+    def size_of(layer: Layer) -> int:
+        if layer not in sizes:
+            sizes[layer] = state.count(state.text(layer))
+        return sizes[layer]
+
     for below_minimum in (False, True):
         for layer in TRIM_ORDER:
-            over = _over(state, sizes)
-            if over <= 0:
-                return
+            others = [size_of(other) for other in LAYER_ORDER if other is not layer]
+            lazy = layer not in sizes and layer is not Layer.IMMEDIATE
+            # An item layer with items renders a header, so it counts at least one token.
+            filled = sum(1 for size in others if size) + bool(state.kept[layer] if lazy else size_of(layer))
+            room = state.budget.total - sum(others) - max(filled - 1, 0)  # over = size - room
             floor = 0 if below_minimum else state.budget.minimums[layer]
-            target = max(floor, sizes[layer] - over)
+            target = max(floor, room)
+            if lazy:
+                if _shrink_items(state, layer, target, floor):
+                    if below_minimum:
+                        state.warnings.append(f"CONTEXT_BELOW_MINIMUM: {layer.value} cut below its minimum")
+                    sizes[layer] = state.count(state.text(layer))
+                    continue
+                # Nothing dropped: it fitted target, or the floor kept everything (first pass only).
+                if size_of(layer) <= room:
+                    return
+                continue
+            if size_of(layer) <= room:
+                return
             if target >= sizes[layer]:
                 continue
             if below_minimum:
                 state.warnings.append(f"CONTEXT_BELOW_MINIMUM: {layer.value} cut below its minimum")
-            _shrink(state, layer, target, floor)
+            _shrink(state, layer, target, floor, sizes[layer])
             sizes[layer] = state.count(state.text(layer))
 
 
-def _verify(state: _State) -> tuple[str, dict[Layer, int], int]:
-    """Render and count the real prompt; trim further while the exact count is over."""
+def _verify(state: _State) -> tuple[str, dict[Layer, int], int, dict[Layer, str]]:
+    """Render and count the real prompt; trim further while the exact count is over.
+
+    Returns the prompt, where each layer ends in it, its count and each layer's text.
+    """
     for _ in range(_MAX_FIX_ROUNDS):
         texts = {layer: state.text(layer) for layer in LAYER_ORDER}
         prompt, ends = join_layers(texts)
         tokens = state.count(prompt)
         excess = tokens - state.budget.total
         if excess <= 0:
-            return prompt, ends, tokens
+            return prompt, ends, tokens, texts
         _trim_excess(state, texts, excess)
     raise InputTooLarge("The context could not be fitted to the budget", total=state.budget.total)
 
@@ -257,18 +375,19 @@ def assemble(request: Request, counter: CountCache) -> Assembly:
     lap("rules")
     _fit(state)
     lap("budget")
-    prompt, ends, tokens = _verify(state)
+    prompt, ends, tokens, texts = _verify(state)
     lap("render")
     hashes = prefix_hashes(prompt, ends)
     lap("hash")
     stable_end = ends[Layer.SETTINGS]
     layers = {
-        layer: LayerResult(tokens=state.count(state.text(layer)), truncated=layer in state.truncated,
-                           text=state.text(layer), items=len(state.kept[layer]))
+        layer: LayerResult(tokens=state.count(texts[layer]), truncated=layer in state.truncated,
+                           text=texts[layer], items=len(state.kept[layer]))
         for layer in LAYER_ORDER
     }
     return Assembly(
+        # The Settings prefix hash is the hash of prompt[:stable_end]: the stable prefix's.
         prompt=prompt, token_count=tokens, stable_prefix=prompt[:stable_end],
-        stable_prefix_hash=sha256_hex(prompt[:stable_end]), prefix_hashes=hashes, layers=layers,
+        stable_prefix_hash=hashes[Layer.SETTINGS], prefix_hashes=hashes, layers=layers,
         budget=budget, warnings=tuple(state.warnings), reports=tuple(_reports(state)), timings_ms=timings,
     )

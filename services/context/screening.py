@@ -24,9 +24,9 @@ class Screened:
 
 
 def dropped(item: Item, reason: str) -> ItemReport:
-    return ItemReport(id=item.id, layer=item.layer, section=item.section, source=item.source,
-                      tokens=max(item.tokens, 0), key=item.key, key_name=item.key_name,
-                      fate="dropped", reason=reason)
+    # Positional: a frozen dataclass's keyword call costs a quarter more, and there are hundreds.
+    return ItemReport(item.id, item.layer, item.section, item.source, max(item.tokens, 0), item.key,
+                      item.key_name, "dropped", reason)
 
 
 def check_scope(items: Sequence[Item], project_id: str) -> None:
@@ -61,12 +61,12 @@ def screen(items: Sequence[Item], window: Window | None) -> Screened:
     seen: set[str] = set()
     invalid = 0
     for item in items:
-        reason = _reason_to_skip(item, window, window_text, seen)
+        reason, norm = _reason_to_skip(item, window, window_text, seen)
         if reason is None:
             result.items.append(item)
             seen.add(item.id)
             if item.layer is not Layer.RULES:
-                seen.add("text:" + _norm(item.text))
+                seen.add("text:" + norm)
         else:
             invalid += reason == "invalid"
             result.reports.append(dropped(item, reason))
@@ -76,19 +76,21 @@ def screen(items: Sequence[Item], window: Window | None) -> Screened:
     return result
 
 
-def _reason_to_skip(item: Item, window: Window | None, window_text: str, seen: set[str]) -> str | None:
+def _reason_to_skip(item: Item, window: Window | None, window_text: str,
+                    seen: set[str]) -> tuple[str | None, str]:
+    """Why ``item`` is skipped (None: kept), and its whitespace-free text ("" for Rules)."""
     if not _valid(item):
-        return "invalid"
+        return "invalid", ""
     if item.id in seen:
-        return "duplicate"
+        return "duplicate", ""
     if item.layer is Layer.RULES:
-        return None  # rules are injected even when the window mentions them
+        return None, ""  # rules are injected even when the window mentions them
     norm = _norm(item.text)
     if "text:" + norm in seen:
-        return "duplicate"
+        return "duplicate", norm
     if item.layer is Layer.RETRIEVED and (_overlaps(item.span, window) or (norm and norm in window_text)):
-        return "duplicate"
-    return None
+        return "duplicate", norm
+    return None, norm
 
 
 def _cap_retrieved(result: Screened) -> None:

@@ -161,3 +161,18 @@ def test_token_count_is_exact_and_within_budget(
     assert result.prompt.startswith(result.stable_prefix)
     again = assemble(request, counter())
     assert (again.prompt, again.stable_prefix_hash) == (result.prompt, result.stable_prefix_hash)
+
+
+def test_equal_priority_constraints_keep_creation_order() -> None:
+    """Constraints of equal priority are numbered oldest first: 9 before 10, not as strings."""
+    items = tuple(item(f"constraint:{n}", "constraints", f"约束{n}", key=1) for n in (10, 2, 9, 1))
+    rules = assemble(_request(items), counter()).layers[Layer.RULES].text
+    assert rules.split("\n")[1:] == ["1. 约束1", "2. 约束2", "3. 约束9", "4. 约束10"]
+
+
+def test_narrative_and_constraints_order_without_type_errors() -> None:
+    """Any keys in any Rules section order without comparing unlike values."""
+    items = (item("settings:narrative", "narrative", "叙述人称：第一人称", key=0),
+             item("constraint:1", "constraints", "约束", key=-1, origin="kg"),
+             item("entity:3", "entities", "林远", key=0.5, names=("林远",)))
+    assert assemble(_request(items), counter()).layers[Layer.RULES].tokens > 0
