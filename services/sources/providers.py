@@ -58,7 +58,7 @@ class KnowledgeGraphProvider:
         return constraints + [self._entity(e, ctx, near) for e in await self.fetch_entities(ctx.project_id)]
 
     @staticmethod
-    def _entity(entity: EntityLike, ctx: GatherContext, near: set[str]) -> Item:
+    def _entity(entity: EntityLike, ctx: GatherContext, near: frozenset[str]) -> Item:
         kinds = ENTITY_KINDS.get(ctx.language, ENTITY_KINDS["en"])
         kind = kinds.get(entity.kind, entity.kind)
         if ctx.language == "zh":
@@ -105,11 +105,12 @@ class EpisodicMemoryProvider:
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
         episodes = sorted(await self.fetch(ctx.project_id), key=lambda e: e.created_at, reverse=True)
-        near = features(ctx.cursor_text + " " + ctx.additional_input)
+        # A space never joins a bigram, so this is features() of the two texts joined.
+        near = features(ctx.cursor_text) | features(ctx.additional_input)
         return [self._item(e, rank, near, ctx) for rank, e in enumerate(episodes)]
 
     @staticmethod
-    def _item(episode: EpisodeLike, rank: int, near: set[str], ctx: GatherContext) -> Item:
+    def _item(episode: EpisodeLike, rank: int, near: frozenset[str], ctx: GatherContext) -> Item:
         label = ("指令", "采纳") if ctx.language == "zh" else ("Instruction", "Accepted")
         text = f"{label[0]}：{episode.instruction}\n{label[1]}：{episode.output}" if ctx.language == "zh" \
             else f"{label[0]}: {episode.instruction}\n{label[1]}: {episode.output}"

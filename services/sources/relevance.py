@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Set as AbstractSet
 
 _WORD = re.compile(r"[A-Za-z0-9]+|[^\sA-Za-z0-9\W]", re.UNICODE)
 
 
-def features(text: str) -> set[str]:
-    """Lower-cased words plus character bigrams of CJK runs.
+@functools.lru_cache(maxsize=4096)
+def features(text: str) -> frozenset[str]:
+    """Lower-cased words plus character bigrams of CJK runs (cached: record texts repeat).
 
     A bigram joins two characters only when they are adjacent in the text, so none
     spans punctuation or a space, and single-letter English words make none.
@@ -24,10 +27,10 @@ def features(text: str) -> set[str]:
             if match.start() == last_end:
                 grams.add(last + token)
             last, last_end = token, match.end()
-    return words | grams
+    return frozenset(words | grams)
 
 
-def similarity(a: set[str], b: set[str]) -> float:
+def similarity(a: AbstractSet[str], b: AbstractSet[str]) -> float:
     """Share of ``a``'s features found in ``b`` (0..1)."""
     if not a or not b:
         return 0.0
