@@ -7,6 +7,7 @@ tokenizer's count of the returned prompt and never exceeds the budget total.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -88,6 +89,7 @@ class _State:
         self.truncated.add(layer)
 
 
+@functools.lru_cache(maxsize=16384)
 def natural_id(item_id: str) -> tuple[str, int, str]:
     """Ids in creation order: ``constraint:9`` before ``constraint:10``."""
     prefix, _, suffix = item_id.rpartition(":")
@@ -211,9 +213,9 @@ def _shape_rules(state: _State, mentioned: set[str]) -> None:
     gone = sequence[:_drops_needed(state, Layer.RULES, sequence, size, allowance)]
     state.drop(Layer.RULES, gone,
                lambda i: "rules_relevance" if i.section == "entities" else "rules_overbudget")
-    for item in gone:
-        if item.section == "constraints":
-            _log.info("context.constraint_cut", project_id=state.request.project_id, constraint=item.id)
+    cut = [item.id for item in gone if item.section == "constraints"]
+    if cut:  # one line for all, each by id: a log line costs more than the cut itself
+        _log.info("context.constraints_cut", project_id=state.request.project_id, constraints=cut)
 
 
 def _shrink_items(state: _State, layer: Layer, target: int, floor: int, size: int | None = None) -> int:

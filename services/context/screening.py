@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -39,11 +40,14 @@ def check_scope(items: Sequence[Item], project_id: str) -> None:
 
 
 def _valid(item: Item) -> bool:
-    return (item.tokens >= 0 and bool(item.text.strip()) and item.section in SECTIONS[item.layer]
+    return (item.tokens >= 0 and bool(item.text) and not item.text.isspace()
+            and item.section in SECTIONS[item.layer]
             and item.key == item.key)  # NaN keys would make ordering meaningless
 
 
+@functools.lru_cache(maxsize=8192)
 def _norm(text: str) -> str:
+    """``text`` without whitespace (cached: the same records come back every assembly)."""
     return "".join(text.split())
 
 

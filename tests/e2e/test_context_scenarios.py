@@ -544,7 +544,7 @@ async def test_too_many_constraints_bloat_rules(rpc: RpcClient, inspector: RpcCl
     The answer warns CONTEXT_RULES_OVERBUDGET; Rules sheds knowledge-graph content (entity sheets,
     then kg-derived constraints, lowest priority first) and never a user constraint: all 30 stay,
     numbered first; each cut constraint is listed by context:inspect with reason rules_overbudget
-    and logged by id (context.constraint_cut).
+    and logged by id (context.constraints_cut).
     """
     project = await Project.open(rpc, tmp_path / "膨胀", narrative_person="第一人称")
     user = [await project.constraint(f"用户约束{n + 1}：{zh_sentence(300 + n)}", kind="plot", priority=n % 5)
@@ -575,8 +575,8 @@ async def test_too_many_constraints_bloat_rules(rpc: RpcClient, inspector: RpcCl
     assert {c["reason"] for c in candidates(inspected, section="entities")} == {"rules_relevance"}
     assert result["layers"]["rules"]["tokens"] <= inspected["arithmetic"]["shares"]["rules"]
 
-    logged = {e["constraint"] for e in log_events(proc.stderr_text(), "context.constraint_cut")
-              if e["project_id"] == project.project_id}
+    logged = {constraint for e in log_events(proc.stderr_text(), "context.constraints_cut")
+              if e["project_id"] == project.project_id for constraint in e["constraints"]}
     assert logged == {c["id"] for c in cut}
 
 
