@@ -23,7 +23,7 @@ from pathlib import Path
 import structlog
 
 from services.errors import DocumentNotFound, ProjectPathInvalid, ProjectScopeViolation, StrataError
-from services.projects.atomic import atomic_write
+from services.projects.atomic import atomic_write, is_temp_name, remove_stale_temps
 from services.projects.document_ids import document_segments, is_document_name
 from services.projects.inputs import invalid
 from services.projects.records import DocumentInfo, DocumentListing
@@ -117,8 +117,12 @@ class DocumentStore:
 
     def _list(self, project_id: str) -> DocumentListing:
         root = self._root(project_id)
-        found = [info for document_id in walk_document_ids(root)
+        leftovers: list[tuple[Path, list[str]]] = []
+        found = [info for document_id in walk_document_ids(root, leftovers)
                  if (info := self._listed(root, document_id)) is not None]
+        removed = sum(remove_stale_temps(folder, names) for folder, names in leftovers)
+        if removed:
+            _log.info("documents.temp_removed", project_id=project_id, count=removed)
         found.sort(key=lambda info: info.document_id)
         _log.info("documents.listed", project_id=project_id, count=len(found))
         return DocumentListing(documents=found[:self._max_listed],
@@ -170,6 +174,9 @@ class DocumentStore:
             raise invalid("document_id", "a file or folder is in the way") from None
         _log.info("document.written", project_id=project_id, document=document_ref(document_id),
                   bytes=len(data))
+        removed = remove_stale_temps(path.parent)
+        if removed:
+            _log.info("documents.temp_removed", project_id=project_id, count=removed)
         return describe(path, document_id)
 
 
@@ -183,11 +190,16 @@ def read_at_most(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def walk_document_ids(root: Path) -> list[str]:
-    """Ids of the visible document files under ``root``; linked folders are not walked."""
+def walk_document_ids(root: Path, temps: list[tuple[Path, list[str]]] | None = None) -> list[str]:
+    """Ids of the visible document files under ``root``; linked folders are not walked.
+
+    With ``temps``, also appends each folder's atomic-write temp file names to it.
+    """
     found: list[str] = []
     for folder, folders, files in os.walk(root):
         folders[:] = [name for name in folders if not name.startswith(".")]
         relative = Path(folder).relative_to(root).parts
         found.extend("/".join((*relative, name)) for name in files if is_document_name(name))
+        if temps is not None and (names := [name for name in files if is_temp_name(name)]):
+            temps.append((Path(folder), names))
     return found

@@ -3,10 +3,15 @@
 Each reads its records for one project through an injected ``fetch`` and turns
 them into layer items with their ordering keys. Relevance is computed against
 the text around the cursor.
+
+Turning records into items counts tokens and extracts relevance features, both
+CPU work proportional to the text (a 60k-token instruction, a 200,000-character
+past interaction), so it runs in a worker thread: the event loop only awaits.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +44,12 @@ class UserConstraintsProvider:
     warning: str = "CONSTRAINTS_UNAVAILABLE"
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
-        return [_constraint_item(r, ctx) for r in await self.fetch(ctx.project_id) if r.source != "kg"]
+        records = await self.fetch(ctx.project_id)
+        return await asyncio.to_thread(self._items, records, ctx)
+
+    @staticmethod
+    def _items(records: Sequence[ConstraintLike], ctx: GatherContext) -> list[Item]:
+        return [_constraint_item(r, ctx) for r in records if r.source != "kg"]
 
 
 @dataclass(frozen=True)
@@ -52,10 +62,16 @@ class KnowledgeGraphProvider:
     warning: str = "KG_UNAVAILABLE"
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
-        constraints = [_constraint_item(r, ctx) for r in await self.fetch_constraints(ctx.project_id)
-                       if r.source == "kg"]
+        constraints = await self.fetch_constraints(ctx.project_id)
+        entities = await self.fetch_entities(ctx.project_id)
+        return await asyncio.to_thread(self._items, constraints, entities, ctx)
+
+    @classmethod
+    def _items(cls, constraints: Sequence[ConstraintLike], entities: Sequence[EntityLike],
+               ctx: GatherContext) -> list[Item]:
+        items = [_constraint_item(r, ctx) for r in constraints if r.source == "kg"]
         near = features(ctx.cursor_text)
-        return constraints + [self._entity(e, ctx, near) for e in await self.fetch_entities(ctx.project_id)]
+        return items + [cls._entity(e, ctx, near) for e in entities]
 
     @staticmethod
     def _entity(entity: EntityLike, ctx: GatherContext, near: frozenset[str]) -> Item:
@@ -83,11 +99,16 @@ class SemanticMemoryProvider:
     warning: str = "MEMORY_UNAVAILABLE"
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
+        records = await self.fetch(ctx.project_id)
+        return await asyncio.to_thread(self._items, records, ctx)
+
+    @staticmethod
+    def _items(records: Sequence[SemanticRuleLike], ctx: GatherContext) -> list[Item]:
         return [
             Item(id=f"semantic:{r.id}", layer=Layer.SETTINGS, section="preferences", source="semantic",
                  text=r.text, tokens=ctx.counter.count(r.text), key=float(r.confidence),
                  key_name="confidence", project_id=r.project_id)
-            for r in await self.fetch(ctx.project_id) if r.confirmed
+            for r in records if r.confirmed
         ]
 
 
@@ -104,10 +125,15 @@ class EpisodicMemoryProvider:
     warning: str = "MEMORY_UNAVAILABLE"
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
-        episodes = sorted(await self.fetch(ctx.project_id), key=lambda e: e.created_at, reverse=True)
+        records = await self.fetch(ctx.project_id)
+        return await asyncio.to_thread(self._items, records, ctx)
+
+    @classmethod
+    def _items(cls, records: Sequence[EpisodeLike], ctx: GatherContext) -> list[Item]:
+        episodes = sorted(records, key=lambda e: e.created_at, reverse=True)
         # A space never joins a bigram, so this is features() of the two texts joined.
         near = features(ctx.cursor_text) | features(ctx.additional_input)
-        return [self._item(e, rank, near, ctx) for rank, e in enumerate(episodes)]
+        return [cls._item(e, rank, near, ctx) for rank, e in enumerate(episodes)]
 
     @staticmethod
     def _item(episode: EpisodeLike, rank: int, near: frozenset[str], ctx: GatherContext) -> Item:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,6 +119,21 @@ async def test_atomic_write_leaves_no_temp_files(folder: Path, project: ProjectR
     for i in range(20):
         await store.write(project.id, f"d/{i % 3}.md", f"version {i}")
     assert sorted(p.name for p in (folder / "d").iterdir()) == ["0.md", "1.md", "2.md"]
+
+
+async def test_a_killed_writers_temp_files_are_cleared(folder: Path, project: ProjectRecord,
+                                                    store: DocumentStore) -> None:
+    """Temp files left by a process killed mid-write are removed by document:list and the next write there."""
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await child.wait()
+    (folder / "sub").mkdir()
+    for place in (folder, folder / "sub"):
+        (place / f".strata-{child.pid}-0123456789abcdef.tmp").write_bytes(b"half a chap")
+    await store.write(project.id, "sub/a.md", "text")
+    assert names(folder / "sub") == ["a.md"]
+    assert names(folder)[0].startswith(".strata-")
+    assert [d.document_id for d in (await store.list(project.id)).documents] == ["sub/a.md"]
+    assert names(folder) == ["sub"]
 
 
 async def test_failed_write_keeps_the_old_text_and_no_temp_file(

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
@@ -22,7 +23,7 @@ from services.sources.providers import (
 )
 from services.sources.relevance import features, similarity
 from services.sources.window import cut_window
-from services.tokenizer import resolve_tokenizer
+from services.tokenizer import TokenizerInfo, resolve_tokenizer
 
 COUNTER = CountCache(resolve_tokenizer())
 DOCUMENT = "我推开灯塔的门，海风灌进来。林远站在台阶上，没有说话。"
@@ -198,3 +199,48 @@ async def test_provider_names_and_warning_codes() -> None:
         ("memory", "MEMORY_UNAVAILABLE"), ("memory", "MEMORY_UNAVAILABLE"),
         ("retrieval", "RETRIEVAL_UNAVAILABLE")]
     assert [list(await p.gather(_ctx())) for p in providers] == [[], [], [], [], []]
+
+
+@dataclass
+class ThreadRecordingTokenizer:
+    """Counts like the real tokenizer and remembers which threads counted."""
+
+    threads: set[int] = field(default_factory=set)
+
+    @property
+    def info(self) -> TokenizerInfo:
+        return COUNTER.info
+
+    def count(self, text: str) -> int:
+        self.threads.add(threading.get_ident())
+        return COUNTER.tokenizer.count(text)
+
+    def encode(self, text: str) -> list[int]:
+        self.threads.add(threading.get_ident())
+        return COUNTER.tokenizer.encode(text)
+
+    def decode(self, tokens: list[int]) -> str:
+        self.threads.add(threading.get_ident())
+        return COUNTER.tokenizer.decode(tokens)
+
+
+async def test_providers_count_and_rank_off_the_event_loop() -> None:
+    """Every provider counts tokens and ranks relevance in a worker thread, never on the event loop,
+    so a huge instruction or past interaction does not stall other connections' calls."""
+    tokenizer = ThreadRecordingTokenizer()
+    ctx = replace(_ctx(additional_input="续写灯塔的夜晚" * 50), counter=CountCache(tokenizer))
+    store = Store([Constraint(1, "严格第一人称叙述"), Constraint(2, "林远不会游泳", source="kg"),
+                   Entity(7, "林远", "灯塔看守人。"), Rule(3, "动作场景用短句"),
+                   Episode(4, "续写", "他把钥匙放进台阶下。")])
+    providers: list[Provider] = [
+        UserConstraintsProvider(store.fetch(Constraint)),
+        KnowledgeGraphProvider(store.fetch(Constraint), store.fetch(Entity)),
+        SemanticMemoryProvider(store.fetch(Rule)),
+        EpisodicMemoryProvider(store.fetch(Episode)),
+    ]
+    loop_thread = threading.get_ident()
+    for provider in providers:
+        tokenizer.threads.clear()
+        assert await provider.gather(ctx)
+        assert tokenizer.threads
+        assert loop_thread not in tokenizer.threads, provider.name
