@@ -82,7 +82,7 @@ DEFAULT_PROFILE = BudgetProfile()
 Fate = Literal["included", "trimmed", "dropped"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: hundreds are built per assembly, and frozen init costs 3x
 class ItemReport:
     """What happened to one candidate, and why."""
 
