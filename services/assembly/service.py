@@ -50,6 +50,10 @@ UNAVAILABLE = {
 FALLBACK = {"zh": "分词器异常，已回退到默认预算与保守估算", "en": "tokenizer failed; default budget and a "
             "conservative estimate used"}
 _COUNT_PIECE = 4096  # characters counted at a time when checking the input size
+# Assemblies of all documents doing work at once; the rest wait their turn, in order, before any of
+# their work (and any provider deadline) starts. The work is CPU-bound and mostly holds the GIL, so
+# more at once only interleaves them: each takes longer and queued thread jobs pass the deadlines.
+ASSEMBLY_CONCURRENCY = 4
 
 
 class SettingsLike(Protocol):
@@ -106,18 +110,21 @@ class Collaborators:
 class ContextService:
     def __init__(self, collaborators: Collaborators, *, deadline: float = 2.0,
                  faults: Faults | None = None, prefixes: PrefixMemory | None = None,
-                 limiter: KeyedLimiter | None = None) -> None:
+                 limiter: KeyedLimiter | None = None, concurrency: int = ASSEMBLY_CONCURRENCY) -> None:
         self._c = collaborators
         self._deadline = deadline
         self.limiter = limiter or KeyedLimiter()
+        self.concurrency = concurrency
+        self._gate = asyncio.Semaphore(concurrency)
         self.faults = faults or Faults()
         self._prefixes = prefixes or PrefixMemory()
         self._counters: dict[int, CountCache] = {}
 
     async def assemble(self, request: AssembleRequest, *, override: BudgetProfile | None = None,
                        remember: bool = True) -> Outcome:
-        """Assemble within the per-document concurrency limit (CONTEXT_BACKPRESSURE past it)."""
-        async with self.limiter.slot((request.project_id, request.document_id)):
+        """Assemble within the per-document concurrency limit (CONTEXT_BACKPRESSURE past it),
+        then within the global one (``concurrency`` at once, the others wait in arrival order)."""
+        async with self.limiter.slot((request.project_id, request.document_id)), self._gate:
             return await self._assemble(request, override, remember)
 
     async def _assemble(self, request: AssembleRequest, override: BudgetProfile | None,

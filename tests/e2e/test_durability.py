@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -265,6 +266,13 @@ async def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
             await rpc.close()
             assert sum(len(x) for x in (ledger.constraints, ledger.entities, ledger.rules,
                                         ledger.episodes)) > 40, "too few writes to prove anything"
+            print(f"round {round_}: killed after {seconds} s with", json.dumps({  # shown with -s
+                "constraints": len(ledger.constraints), "entities": len(ledger.entities),
+                "rules": len(ledger.rules), "episodes": len(ledger.episodes),
+                "settings_version": ledger.settings.acked_version if ledger.settings else None,
+                "budget_version": ledger.budget.acked_version if ledger.budget else None,
+                "document_writes": {d: acked + 1 for d, (acked, _) in ledger.documents.items()}},
+                ensure_ascii=False))
             assert all(acked >= 0 for acked, _ in ledger.documents.values())
 
             server = await asyncio.to_thread(start_server, data_dir)  # the Chroma folder opens again

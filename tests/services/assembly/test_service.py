@@ -122,6 +122,71 @@ async def test_backpressure_past_the_queue() -> None:
     assert all(o.assembly.token_count <= o.assembly.budget.total for o in finished)
 
 
+def _gated_world(documents: int) -> tuple[World, asyncio.Event, list[int]]:
+    """A world whose document reads block until released, counting how many are inside at once."""
+    world = World(documents={f"ch{n}.md": CHAPTER for n in range(documents)})
+    release = asyncio.Event()
+    inside = [0, 0]  # now, most at once
+    original = world.read
+
+    async def slow_read(project_id: str, document_id: str) -> str:
+        inside[0] += 1
+        inside[1] = max(inside[1], inside[0])
+        try:
+            await release.wait()
+            return await original(project_id, document_id)
+        finally:
+            inside[0] -= 1
+
+    world.read = slow_read  # type: ignore[method-assign]
+    return world, release, inside
+
+
+async def test_at_most_concurrency_assemblies_work_at_once_across_documents() -> None:
+    """One request for each of 12 documents: only ``concurrency`` do work at once, the rest wait
+    their turn (none is refused), and every one completes once the first are done."""
+    world, release, inside = _gated_world(12)
+    service = world.service()
+    tasks = [asyncio.ensure_future(service.assemble(AssembleRequest("p1", f"ch{n}.md", 100, "continue")))
+             for n in range(12)]
+    await asyncio.sleep(0.05)
+    assert inside == [service.concurrency, service.concurrency]
+    assert not any(t.done() for t in tasks)
+    release.set()
+    outcomes = await asyncio.gather(*tasks)
+    assert len(outcomes) == 12
+    assert inside[1] == service.concurrency
+
+
+async def test_cancelling_a_request_waiting_for_the_gate_frees_its_turn() -> None:
+    """Requests cancelled while waiting for the global gate never run and take no place: the ones
+    behind them still get in, and afterwards the gate admits ``concurrency`` again."""
+    world, release, inside = _gated_world(8)
+    service = world.service()
+
+    def start(n: int) -> asyncio.Future[object]:
+        return asyncio.ensure_future(service.assemble(AssembleRequest("p1", f"ch{n}.md", 100, "continue")))
+
+    running = [start(n) for n in range(service.concurrency)]
+    waiting = [start(n) for n in range(service.concurrency, 8)]
+    await asyncio.sleep(0.05)
+    for task in waiting[:2]:
+        task.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    results = await asyncio.gather(*running, *waiting, return_exceptions=True)
+    assert [type(r).__name__ for r in results[service.concurrency:][:2]] == ["CancelledError"] * 2
+    assert not any(isinstance(r, BaseException) for r in results[:service.concurrency] + results[
+        service.concurrency + 2:])
+    release.clear()
+    inside[1] = 0
+    again = [start(n) for n in range(8)]
+    await asyncio.sleep(0.05)
+    assert inside[0] == service.concurrency
+    release.set()
+    await asyncio.gather(*again)
+
+
 async def test_project_tokenizer_file_is_used(tmp_path: Path) -> None:
     """A project whose settings name a local tokenizer.json counts with it, exactly."""
     hf = HfTokenizer(models.WordLevel(unk_token="[UNK]"))

@@ -1,0 +1,779 @@
+"""Load benchmark: many simultaneous context:assemble calls against a real server.
+
+Run from the repository root::
+
+    .venv/bin/python scripts/bench_load.py                 # readable tables (about 3 minutes)
+    .venv/bin/python scripts/bench_load.py --json          # the same figures as JSON
+    .venv/bin/python scripts/bench_load.py --duration 20   # a shorter sustained run
+
+The server is ``python -m main serve`` on a fresh data dir with its default
+limits, except ``--max-connections``: the default of 32 is raised to hold the
+``--connections`` (50) plus a few. The data is seeded through JSON-RPC only: 5 projects (3 Chinese, 2
+English), each with 25 chapters of 2,000 to 5,000 tokens, 40 constraints (10
+of them kg-derived), 60 knowledge-graph entities, 20 semantic rules (15
+confirmed) and 50 episodic memories, on the default budget profile (an 8k
+window). Deterministic for a ``--seed``.
+
+Phases, in order:
+
+1. **Burst, 4 per document**: the spec's scenario. 500 ``context:assemble``
+   requests, 4 for each of the 125 documents (the per-document limit, so none
+   needs to queue), sent at once from 50 connections (10 pipelined on each),
+   each at its own cursor and skill. Repeated ``--bursts`` times: the first
+   runs on cold caches (first assembly of every document).
+2. **Burst, 20 per document**: the same with 20 requests per document (2,500
+   from the 50 connections): 4 run, 8 queue, the rest must be refused at once
+   with ``CONTEXT_BACKPRESSURE``; queued ones that would wait past 2 s are
+   refused too. The latency of refusals is reported apart from successes.
+3. **Sustained**: requests at a fixed rate (open loop: sent on schedule, not
+   when the previous answer came), each to a random document, round-robin
+   over the 50 connections. Probe runs of ``--probe-seconds`` double the rate
+   until p95 reaches ``--target-ms`` (100) or a request fails, then bisect;
+   the highest rate that held is then run for ``--duration`` seconds, and if
+   the long run misses the target, again 15% lower (``--confirm-steps``).
+
+Latency is per request, from just before its frame is sent to its reply.
+Throughput is requests answered per second of the phase's wall time. Peak
+RSS is the server's ``VmHWM`` from ``/proc/PID/status`` after each phase (it
+only grows). Server, client and other processes' CPU are reported as in
+``bench_rpc.py``: the clients run in this process and share the two cores
+with the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import math
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from websockets.asyncio.client import ClientConnection, connect
+
+from scripts.bench_rpc import Load, LoadMeter, command_line, machine_facts, percentile
+from services.tokenizer import resolve_tokenizer
+from tests.support.process import ServerProcess, start_server
+
+SKILLS = ("continue", "polish", "expand", "rewrite")
+DEGRADED = ("KG_UNAVAILABLE", "MEMORY_UNAVAILABLE", "RETRIEVAL_UNAVAILABLE", "CONSTRAINTS_UNAVAILABLE",
+            "CONTEXT_BUDGET_FALLBACK")
+NOISY_SHARE = 0.1
+
+# --------------------------------------------------------------------------- the data
+
+_ZH_SURNAMES = "林苏陈周吴郑王李赵孙钱何许沈韩杨朱秦施张孔曹严金魏陶姜谢邹喻"
+_ZH_GIVEN = "远晴默岚舟川若屿宁珂澜砚棠溪野桥初遥青禾安然知秋"
+_ZH_PLACES = ["灯塔", "北港", "旧码头", "盐沼", "灯室", "礁石滩", "渔村", "钟楼", "废弃船坞", "海角"]
+_ZH_OBJECTS = ["铜钥匙", "旧马灯", "航海日志", "褪色的信", "怀表", "望远镜", "雾笛", "船票", "油布包"]
+_ZH_WEATHER = ["海风很冷", "雨一直下", "雾从海面上漫过来", "浪一层一层地拍在礁石上", "天色暗得很快",
+               "远处有雷声", "月光落在积水里", "潮水退得很远"]
+_ZH_ACTIONS = ["沿着台阶往下走", "推开那扇生锈的门", "把马灯举高了一点", "在窗边站了很久",
+               "蹲下来数着木板", "翻开那本航海日志", "把信折好放回口袋", "听着雾笛一声一声地响"]
+_ZH_LINES = ["上去看看吧", "别回头", "钥匙在哪里", "你早就知道了", "灯不能灭", "明天船就来了",
+             "我们得等潮水退下去", "那封信是写给你的"]
+_ZH_RULES = ["动作场景偏好短句", "对白前后少用副词修饰", "用天气映衬人物情绪", "章节结尾留一个悬念",
+             "少用成语堆砌", "人物对话保留口语感", "环境描写不超过三句", "用具体物件推动情节"]
+_EN_FIRST = ["Adrian", "Mara", "Elliot", "Nora", "Felix", "Iris", "Jonah", "Vera", "Tobias", "Lena",
+             "Caspian", "Hazel", "Rowan", "Sylvie", "Declan", "Maeve", "Silas", "Ada", "Conor", "Ines"]
+_EN_LAST = ["Hale", "Marsh", "Reed", "Quill", "Vance", "Rook", "Ashby", "Crane", "Lowe", "Finch"]
+_EN_PLACES = ["the lighthouse", "the north pier", "Gull Point", "the salt marsh", "Harbor Road",
+              "the lamp room", "the old boathouse", "Keeper's Cottage", "the chapel", "the ferry slip"]
+_EN_OBJECTS = ["a brass key", "the logbook", "a faded letter", "the pocket watch", "a spyglass",
+               "the foghorn lever", "a ferry ticket", "an oilcloth parcel"]
+_EN_WEATHER = ["the wind was cold", "the rain did not stop", "fog rolled in from the sea",
+               "waves broke on the rocks", "the light failed early", "thunder moved along the coast"]
+_EN_ACTIONS = ["went down the stairs", "pushed the rusted door open", "raised the lantern",
+               "stood at the window for a long time", "counted the loose boards", "opened the logbook"]
+_EN_LINES = ["We should have left before the tide turned", "The lamp has to stay lit tonight",
+             "I never told you about the letter", "Count the steps, not the hours",
+             "You knew about the key all along", "Listen, the foghorn stopped"]
+_EN_RULES = ["Short sentences in action scenes", "Few adverbs around dialogue", "Weather mirrors mood",
+             "End chapters on a question", "Keep dialogue colloquial", "Objects move the plot"]
+
+
+@dataclass(frozen=True)
+class ProjectData:
+    """One project's records and chapters, as plain JSON-RPC params (no project id yet)."""
+
+    name: str
+    language: str
+    chapters: dict[str, str]
+    constraints: list[dict[str, Any]]
+    entities: list[dict[str, Any]]
+    rules: list[dict[str, Any]]
+    episodes: list[dict[str, Any]]
+    narrative_person: str
+    style_notes: str
+
+
+def _zh_sentence(rng: random.Random, cast: Sequence[str]) -> str:
+    who, other = rng.choice(cast), rng.choice(cast)
+    place, obj = rng.choice(_ZH_PLACES), rng.choice(_ZH_OBJECTS)
+    pick = rng.randrange(5)
+    if pick == 0:
+        return f"{who}{rng.choice(_ZH_ACTIONS)}，{rng.choice(_ZH_WEATHER)}。"
+    if pick == 1:
+        return f"“{rng.choice(_ZH_LINES)}。”{who}低声说，没有看{other}。"
+    if pick == 2:
+        return f"{who}在{place}站了一会儿，手里还握着{obj}。"
+    if pick == 3:
+        return f"第{rng.randint(2, 40)}级台阶上落着一层灰，{rng.choice(_ZH_WEATHER)}。"
+    return f"{who}把{obj}交给{other}，说起{place}的事。"
+
+
+def _en_sentence(rng: random.Random, cast: Sequence[str]) -> str:
+    who, other = rng.choice(cast), rng.choice(cast)
+    place, obj = rng.choice(_EN_PLACES), rng.choice(_EN_OBJECTS)
+    pick = rng.randrange(5)
+    if pick == 0:
+        return f"{who} {rng.choice(_EN_ACTIONS)}, and {rng.choice(_EN_WEATHER)}."
+    if pick == 1:
+        return f"\"{rng.choice(_EN_LINES)},\" {who} said quietly, without looking at {other}."
+    if pick == 2:
+        return f"{who} waited at {place}, still holding {obj}."
+    if pick == 3:
+        return f"Dust lay on the {rng.randint(2, 40)}th step; {rng.choice(_EN_WEATHER)}."
+    return f"{who} gave {obj} to {other} and spoke about {place}."
+
+
+def _prose(rng: random.Random, sentence: Callable[[random.Random, Sequence[str]], str],
+           cast: Sequence[str], tokens: int, count: Callable[[str], int], joiner: str) -> str:
+    paragraphs: list[str] = []
+    total = 0
+    while total < tokens:
+        paragraph = joiner.join(sentence(rng, cast) for _ in range(rng.randint(3, 7)))
+        paragraphs.append(paragraph)
+        total += count(paragraph) + 1
+    return "\n\n".join(paragraphs)
+
+
+def build_project(index: int, language: str, count: Callable[[str], int], *, seed: int, documents: int,
+                  min_tokens: int, max_tokens: int, constraints: int = 40, kg_constraints: int = 10,
+                  entities: int = 60, rules: int = 20, episodes: int = 50) -> ProjectData:
+    """A deterministic project in ``language`` ("zh" or "en")."""
+    rng = random.Random(seed * 1000 + index)
+    zh = language == "zh"
+    if zh:
+        names = [s + g for s in _ZH_SURNAMES for g in _ZH_GIVEN]
+    else:
+        names = [f"{first} {last}" for last in _EN_LAST for first in _EN_FIRST]
+    rng.shuffle(names)
+    cast = names[:12]
+    sentence = _zh_sentence if zh else _en_sentence
+    joiner = "" if zh else " "
+
+    def prose(tokens: int) -> str:
+        return _prose(rng, sentence, cast, tokens, count, joiner)
+
+    chapters = {}
+    for n in range(documents):
+        title = f"# 第{n + 1}章\n\n" if zh else f"# Chapter {n + 1}\n\n"
+        name = f"卷一/第{n + 1:02d}章.md" if zh else f"part-1/chapter-{n + 1:02d}.md"
+        chapters[name] = title + prose(rng.randint(min_tokens, max_tokens)) + "\n"
+    kinds = ["narrative", "character", "world", "style", "plot"]
+    constraint_rows = [
+        {"kind": kinds[n % 5], "priority": rng.randint(1, 10),
+         "source": "kg" if n >= constraints - kg_constraints else "user",
+         "text": (f"{rng.choice(cast)}从不{rng.choice(_ZH_ACTIONS)}（规则 {n + 1}）" if zh else
+                  f"{rng.choice(cast)} never {rng.choice(_EN_ACTIONS)} (rule {n + 1})")}
+        for n in range(constraints)]
+    entity_rows = []
+    pool = [(name, "character") for name in names[:entities]]
+    places = [(p, "location") for p in (_ZH_PLACES if zh else _EN_PLACES)]
+    objects = [(o, "object") for o in (_ZH_OBJECTS if zh else _EN_OBJECTS)]
+    pool = (pool[:max(0, entities - len(places) - len(objects))] + places + objects)[:entities]
+    for name, kind in pool:
+        entity_rows.append({"kind": kind, "name": name,
+                            "description": joiner.join(sentence(rng, cast) for _ in range(2))})
+    rule_rows = [{"text": f"{rng.choice(_ZH_RULES if zh else _EN_RULES)} ({n + 1})", "category": "style",
+                  "confidence": round(rng.uniform(0.5, 0.99), 2), "confirmed": n < rules * 3 // 4}
+                 for n in range(rules)]
+    episode_rows = [{"instruction": (f"续写{rng.choice(cast)}在{rng.choice(_ZH_PLACES)}的场景" if zh else
+                                     f"Continue {rng.choice(cast)} at {rng.choice(_EN_PLACES)}"),
+                     "output": prose(rng.randint(60, 140)), "skillId": rng.choice(SKILLS)}
+                    for _ in range(episodes)]
+    return ProjectData(
+        name=f"{'小说' if zh else 'novel'}-{index + 1}", language=language, chapters=chapters,
+        constraints=constraint_rows, entities=entity_rows, rules=rule_rows, episodes=episode_rows,
+        narrative_person="第一人称" if zh else "first person, past tense",
+        style_notes="冷静克制的叙述，短句为主。" if zh else "Restrained narration, mostly short sentences.")
+
+
+# --------------------------------------------------------------------------- clients
+
+
+@dataclass
+class Outcome:
+    """What one request got: its latency, and its error code or the warnings of its result."""
+
+    latency_ms: float
+    code: str  # "ok" or the error's data.code
+    retry_after_ms: int | None = None
+    warnings: tuple[str, ...] = ()
+
+
+class LoadClient:
+    """One websocket that pipelines requests and matches replies by id."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self._ids = itertools.count(1)
+        self._pending: dict[int, tuple[float, asyncio.Future[Outcome]]] = {}
+        self._reader = asyncio.ensure_future(self._read())
+
+    @classmethod
+    async def open(cls, url: str, token: str) -> LoadClient:
+        ws = await connect(url, additional_headers={"Authorization": f"Bearer {token}"},
+                           compression=None, max_size=None)
+        return cls(ws)
+
+    async def _read(self) -> None:
+        with contextlib.suppress(Exception):
+            async for raw in self.ws:
+                received = time.perf_counter()
+                message = json.loads(raw)
+                sent, future = self._pending.pop(message["id"])
+                latency = (received - sent) * 1e3
+                if "error" in message:
+                    data = message["error"].get("data", {})
+                    outcome = Outcome(latency, str(data.get("code")), data.get("retryAfterMs"))
+                else:
+                    warnings = tuple(w.split(":", 1)[0] for w in message["result"].get("warnings", ()))
+                    outcome = Outcome(latency, "ok", warnings=warnings)
+                future.set_result(outcome)
+        for _, future in self._pending.values():
+            if not future.done():
+                future.set_result(Outcome(math.nan, "CONNECTION_LOST"))
+
+    async def send(self, method: str, params: dict[str, Any]) -> asyncio.Future[Outcome]:
+        """Send one request now; the future resolves with its outcome."""
+        id_ = next(self._ids)
+        text = json.dumps({"jsonrpc": "2.0", "method": method, "params": params, "id": id_},
+                          ensure_ascii=False)
+        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._pending[id_] = (time.perf_counter(), future)
+        await self.ws.send(text)
+        return future
+
+    async def close(self) -> None:
+        await self.ws.close()
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reader
+
+
+# --------------------------------------------------------------------------- seeding
+
+
+@dataclass(frozen=True)
+class Target:
+    """A document requests go to."""
+
+    project_id: str
+    document_id: str
+    length: int  # code points, the cursor's upper bound
+    language: str
+
+
+async def seed(url: str, token: str, projects: Sequence[tuple[ProjectData, Path]]) -> list[Target]:
+    """Create every project through JSON-RPC, several at once; return the documents to target."""
+    from tests.support.client import RpcClient  # the suite's plain client, for one-off calls
+
+    async def one(data: ProjectData, folder: Path) -> list[Target]:
+        rpc = await RpcClient.open(url, token)
+        try:
+            await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+            opened = await rpc.call("project:open", {"path": str(folder), "name": data.name})
+            pid = opened["project"]["projectId"]
+            settings = (await rpc.call("project:settings:get", {"projectId": pid}))["settings"]
+            await rpc.call("project:settings:update", {
+                "projectId": pid, "version": settings["version"], "language": data.language,
+                "narrativePerson": data.narrative_person, "styleNotes": data.style_notes})
+            calls = ([("document:write", {"documentId": d, "text": t}) for d, t in data.chapters.items()]
+                     + [("constraints:create", c) for c in data.constraints]
+                     + [("kg:entity:upsert", e) for e in data.entities]
+                     + [("memory:semantic:upsert", r) for r in data.rules]
+                     + [("memory:episodic:add", e) for e in data.episodes])
+            for start in range(0, len(calls), 16):
+                await asyncio.gather(*(rpc.call(method, {"projectId": pid, **params})
+                                       for method, params in calls[start:start + 16]))
+            return [Target(pid, d, len(t), data.language) for d, t in data.chapters.items()]
+        finally:
+            await rpc.close()
+
+    found = await asyncio.gather(*(one(data, folder) for data, folder in projects))
+    return [target for targets in found for target in targets]
+
+
+INSTRUCTIONS = {"zh": ["续写这一段，保持悬念。", "润色这段对白，让语气更克制。", "扩写环境描写。", None],
+                "en": ["Continue the scene and keep the suspense.", "Tighten the dialogue.",
+                       "Expand the description of the weather.", None]}
+
+
+def request_params(target: Target, rng: random.Random) -> dict[str, Any]:
+    """An assemble request as an editor would send it: its own cursor, skill and instruction."""
+    skill = rng.choice(("continue", "continue", *SKILLS[1:]))
+    cursor = target.length if skill == "continue" and rng.random() < 0.5 else rng.randint(0, target.length)
+    params: dict[str, Any] = {"projectId": target.project_id, "documentId": target.document_id,
+                              "cursorPosition": cursor, "skillId": skill}
+    instruction = rng.choice(INSTRUCTIONS[target.language])
+    if instruction is not None:
+        params["additionalInput"] = instruction
+    return params
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Latency of some requests in milliseconds (nearest-rank percentiles)."""
+
+    count: int
+    mean_ms: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+def latency(samples: Sequence[float]) -> Latency:
+    ordered = sorted(samples)
+    count = len(ordered)
+    return Latency(count=count, mean_ms=sum(ordered) / count if count else math.nan,
+                   p50_ms=percentile(ordered, 50), p95_ms=percentile(ordered, 95),
+                   p99_ms=percentile(ordered, 99), max_ms=ordered[-1] if ordered else math.nan)
+
+
+def sizes(values: Sequence[int]) -> dict[str, int]:
+    ordered = sorted(values)
+    return {"count": len(ordered), "min": ordered[0], "median": ordered[len(ordered) // 2],
+            "max": ordered[-1]}
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    """VmHWM (peak resident set) and VmRSS of ``pid``, in KiB (Linux)."""
+    found: dict[str, int] = {}
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmHWM", "VmRSS"):
+                found[key] = int(value.split()[0])
+    return found
+
+
+@dataclass
+class PhaseResult:
+    """One measured phase: who was asked what, and what came back how fast."""
+
+    label: str
+    requests: int
+    wall_s: float
+    ok: Latency
+    codes: dict[str, int]  # "ok" and every error data.code, with counts
+    refused: Latency  # CONTEXT_BACKPRESSURE replies
+    refused_at_once: Latency  # ... of them, those answered in under 1 s (full queue)
+    retry_after_ms: list[int]  # min and max hint seen
+    degraded: dict[str, int]  # results that carried a source-unavailable warning, by code
+    memory_kib: dict[str, int]
+    load: Load
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def throughput(self) -> float:
+        return self.requests / self.wall_s if self.wall_s > 0 else math.nan
+
+    @property
+    def errors(self) -> int:
+        return sum(n for code, n in self.codes.items() if code != "ok")
+
+
+def summarize(label: str, outcomes: Sequence[Outcome], wall_s: float, pid: int, load: Load,
+              **notes: Any) -> PhaseResult:
+    refused = [o for o in outcomes if o.code == "CONTEXT_BACKPRESSURE"]
+    hints = [o.retry_after_ms for o in refused if o.retry_after_ms is not None]
+    degraded = Counter(w for o in outcomes for w in o.warnings if w in DEGRADED)
+    return PhaseResult(
+        label=label, requests=len(outcomes), wall_s=wall_s,
+        ok=latency([o.latency_ms for o in outcomes if o.code == "ok"]),
+        codes=dict(Counter(o.code for o in outcomes)),
+        refused=latency([o.latency_ms for o in refused]),
+        refused_at_once=latency([o.latency_ms for o in refused if o.latency_ms < 1000]),
+        retry_after_ms=[min(hints), max(hints)] if hints else [],
+        degraded=dict(degraded), memory_kib=memory_kib(pid), load=load, notes=notes)
+
+
+async def burst(clients: Sequence[LoadClient], targets: Sequence[Target], per_document: int,
+                rng: random.Random, pid: int, label: str) -> PhaseResult:
+    """``per_document`` requests for every target, all sent at once, spread over the clients."""
+    params = [request_params(t, rng) for t in targets for _ in range(per_document)]
+    rng.shuffle(params)
+    shares = [params[n::len(clients)] for n in range(len(clients))]
+
+    async def send_all(client: LoadClient, mine: list[dict[str, Any]]) -> list[asyncio.Future[Outcome]]:
+        return [await client.send("context:assemble", p) for p in mine]
+
+    meter = LoadMeter(pid)
+    started = time.perf_counter()
+    futures = [f for sent in await asyncio.gather(*(send_all(c, s) for c, s in zip(clients, shares,
+                                                                                  strict=True)))
+               for f in sent]
+    outcomes = await asyncio.gather(*futures)
+    wall = time.perf_counter() - started
+    return summarize(label, outcomes, wall, pid, meter.stop(), per_document=per_document,
+                     documents=len(targets), connections=len(clients))
+
+
+async def at_rate(clients: Sequence[LoadClient], targets: Sequence[Target], rate: float, seconds: float,
+                  rng: random.Random, pid: int, label: str) -> PhaseResult:
+    """Open loop: request i is sent at start + i/rate to a random document, whatever came back."""
+    count = max(1, int(rate * seconds))
+    meter = LoadMeter(pid)
+    started = time.perf_counter()
+    futures = []
+    lag = 0.0
+    for i in range(count):
+        delay = started + i / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        else:
+            lag = max(lag, -delay)
+        futures.append(await clients[i % len(clients)].send("context:assemble",
+                                                            request_params(rng.choice(targets), rng)))
+    outcomes = await asyncio.gather(*futures)
+    wall = time.perf_counter() - started
+    return summarize(label, outcomes, wall, pid, meter.stop(), rate=rate, seconds=seconds,
+                     max_send_lag_ms=lag * 1e3)
+
+
+def holds(result: PhaseResult, target_ms: float) -> bool:
+    """The rate held: nothing failed, p95 under target, and the sender kept to its schedule."""
+    return (result.errors == 0 and result.ok.p95_ms < target_ms
+            and result.notes["max_send_lag_ms"] < target_ms)
+
+
+async def find_rate(probe: Callable[[float], Any], start: float, steps: int, target_ms: float,
+                    ceiling: float = 20_000) -> tuple[float | None, list[PhaseResult]]:
+    """The highest rate that holds: double from ``start`` until one fails, then bisect ``steps`` times."""
+    probes: list[PhaseResult] = []
+    good: float | None = None
+    bad: float | None = None
+    rate = start
+    while rate <= ceiling:
+        result = await probe(rate)
+        probes.append(result)
+        if holds(result, target_ms):
+            good = rate
+            if bad is not None:
+                break
+            rate *= 2
+        else:
+            bad = rate
+            if good is not None:
+                break
+            rate /= 2
+            if rate < 1:
+                break
+    if good is not None and bad is not None and bad > good:
+        for _ in range(steps):
+            mid = round((good + bad) / 2)
+            if mid in (good, bad):
+                break
+            result = await probe(mid)
+            probes.append(result)
+            if holds(result, target_ms):
+                good = mid
+            else:
+                bad = mid
+    return good, probes
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class Report:
+    machine: dict[str, Any]
+    command: str
+    config: dict[str, Any]
+    data: dict[str, Any] = field(default_factory=dict)
+    phases: list[PhaseResult] = field(default_factory=list)
+    probes: list[PhaseResult] = field(default_factory=list)
+    sustained_rate: float | None = None
+    server_exit: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        def phase(p: PhaseResult) -> dict[str, Any]:
+            row = asdict(p)
+            row["throughput_per_s"] = p.throughput
+            row["load"]["server_cpu_share"] = p.load.share(
+                (p.load.server_user_s or 0.0) + (p.load.server_sys_s or 0.0))
+            return row
+        return {"machine": self.machine, "command": self.command, "config": self.config,
+                "data": self.data, "phases": [phase(p) for p in self.phases],
+                "probes": [phase(p) for p in self.probes], "sustained_rate": self.sustained_rate,
+                "server_exit": self.server_exit}
+
+    @property
+    def unexpected_errors(self) -> int:
+        """Failures that are not the backpressure the overload phase asks for."""
+        return sum(n for p in self.phases for code, n in p.codes.items()
+                   if code != "ok" and not (code == "CONTEXT_BACKPRESSURE" and p.notes.get("overload")))
+
+
+@contextlib.asynccontextmanager
+async def server_child(root: Path, connections: int) -> AsyncIterator[ServerProcess]:
+    """The server with its default limits, except room for ``connections`` (the default is 32)."""
+    server = await asyncio.to_thread(start_server, root / "data", "--max-connections",
+                                     str(max(32, connections + 8)))
+    try:
+        yield server
+    finally:
+        await asyncio.to_thread(server.terminate)
+
+
+def mem_total_kib() -> int | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1])
+    return None
+
+
+async def run_benchmark(args: argparse.Namespace,
+                        progress: Callable[[str], None] = lambda _: None) -> Report:
+    machine = machine_facts()
+    machine["memory_kib"] = mem_total_kib()
+    report = Report(machine=machine, command=command_line(), config=vars(args).copy())
+    report.config.pop("save", None)
+    rng = random.Random(args.seed)
+    count = resolve_tokenizer().count
+    languages = ["zh" if n % 5 in (0, 2, 4) else "en" for n in range(args.projects)]
+    progress(f"building {args.projects} projects x {args.documents} documents")
+    projects = [build_project(n, language, count, seed=args.seed, documents=args.documents,
+                              min_tokens=args.min_tokens, max_tokens=args.max_tokens)
+                for n, language in enumerate(languages)]
+    report.data = {
+        "projects": len(projects), "languages": dict(Counter(languages)),
+        "documents": sum(len(p.chapters) for p in projects),
+        "chapter_tokens": sizes([count(t) for p in projects for t in p.chapters.values()]),
+        "per_project": {"constraints": len(projects[0].constraints), "entities": len(projects[0].entities),
+                        "rules": len(projects[0].rules), "episodes": len(projects[0].episodes)},
+    }
+    with tempfile.TemporaryDirectory(prefix="strata-bench-load-") as tmp:
+        root = Path(tmp)
+        async with server_child(root, args.connections) as server:
+            pid = server.process.pid
+            progress("seeding over JSON-RPC")
+            started = time.perf_counter()
+            targets = await seed(server.url, server.token,
+                                 [(p, root / "projects" / p.name) for p in projects])
+            report.data["seed_s"] = time.perf_counter() - started
+            clients = [await LoadClient.open(server.url, server.token) for _ in range(args.connections)]
+            try:
+                for n in range(args.bursts):
+                    progress(f"burst {n + 1}/{args.bursts}: {args.per_document} per document")
+                    label = f"burst {n + 1}, {args.per_document}/document" + (" (cold)" if n == 0 else "")
+                    report.phases.append(await burst(clients, targets, args.per_document, rng, pid, label))
+                    await asyncio.sleep(args.pause)
+                progress(f"overload burst: {args.overload_per_document} per document")
+                overload = await burst(clients, targets, args.overload_per_document, rng, pid,
+                                       f"burst, {args.overload_per_document}/document")
+                overload.notes["overload"] = True
+                report.phases.append(overload)
+                await asyncio.sleep(args.pause)
+                if args.duration > 0:
+                    await sustained(args, report, clients, targets, rng, pid, progress)
+            finally:
+                for client in clients:
+                    await client.close()
+            report.machine["loadavg_after"] = list(os.getloadavg())
+        report.server_exit = server.process.returncode
+    return report
+
+
+async def sustained(args: argparse.Namespace, report: Report, clients: Sequence[LoadClient],
+                    targets: Sequence[Target], rng: random.Random, pid: int,
+                    progress: Callable[[str], None]) -> None:
+    async def probe(rate: float) -> PhaseResult:
+        progress(f"probe: {rate:g} requests/s for {args.probe_seconds:g} s")
+        result = await at_rate(clients, targets, rate, args.probe_seconds, rng, pid, f"probe {rate:g}/s")
+        await asyncio.sleep(args.pause)
+        return result
+
+    if args.rate is not None:
+        rate: float | None = args.rate
+    else:
+        rate, report.probes = await find_rate(probe, args.start_rate, args.search_steps, args.target_ms)
+    for attempt in range(args.confirm_steps + 1):
+        if rate is None:
+            break
+        progress(f"sustained: {rate:g} requests/s for {args.duration:g} s")
+        result = await at_rate(clients, targets, rate, args.duration, rng, pid,
+                               f"sustained {rate:g}/s, {args.duration:g} s")
+        report.phases.append(result)
+        if args.rate is not None or holds(result, args.target_ms):
+            report.sustained_rate = rate
+            return
+        if attempt < args.confirm_steps:  # a short probe held, the long run did not: step down
+            rate = max(1.0, round(rate * 0.85))
+            await asyncio.sleep(args.pause)
+    report.sustained_rate = None
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def _pct(share: float | None) -> str:
+    return "-" if share is None else f"{share:.0%}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths,
+                                                                                              strict=True)))
+    return [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
+
+
+def _codes(result: PhaseResult) -> str:
+    errors = {k: v for k, v in result.codes.items() if k != "ok"}
+    return ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) or "none"
+
+
+def _phase_rows(phases: Sequence[PhaseResult]) -> list[list[str]]:
+    rows = []
+    for p in phases:
+        server = (p.load.server_user_s or 0.0) + (p.load.server_sys_s or 0.0)
+        rows.append([p.label, str(p.requests), str(p.codes.get("ok", 0)), _fmt(p.ok.p50_ms),
+                     _fmt(p.ok.p95_ms), _fmt(p.ok.p99_ms), _fmt(p.ok.max_ms), _fmt(p.throughput, 0),
+                     _fmt(p.memory_kib.get("VmHWM", 0) / 1024, 0), _pct(p.load.share(server)),
+                     _pct(p.load.share(p.load.own_s)), _pct(p.load.share(p.load.others_s))])
+    return rows
+
+
+def render(report: Report) -> str:
+    m = report.machine
+    memory = f", {m['memory_kib'] / 2**20:.1f} GiB RAM" if m.get("memory_kib") else ""
+    data = report.data
+    after = m.get("loadavg_after", [math.nan])[0]
+    languages = ", ".join(f"{v} {k}" for k, v in data["languages"].items())
+    tokens = data["chapter_tokens"]
+    out = [
+        f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable){memory}, {m['python']}",
+        f"         {m['platform']}",
+        f"         load average before {m['loadavg'][0]:.2f}, after {after:.2f}",
+        f"Command: {report.command}",
+        f"Data:    {data['projects']} projects ({languages}), {data['documents']} documents of "
+        f"{tokens['min']:,} to {tokens['max']:,} tokens (median {tokens['median']:,}); per project "
+        + ", ".join(f"{v} {k}" for k, v in data["per_project"].items())
+        + f"; seeded over JSON-RPC in {data['seed_s']:.1f} s",
+        "",
+        "context:assemble over the websocket (latency of successful replies in ms; throughput in"
+        " replies/s; peak RSS of the server in MiB; CPU as a share of one core)",
+    ]
+    out += _table(["phase", "requests", "ok", "p50", "p95", "p99", "max", "req/s", "peak RSS", "server",
+                   "clients", "others"], _phase_rows(report.phases))
+    out.append("")
+    out.append("Errors and refusals (CONTEXT_BACKPRESSURE latency in ms; 'at once' = answered in under 1 s)")
+    rows = [[p.label, _codes(p), str(p.refused.count), _fmt(p.refused_at_once.p50_ms),
+             _fmt(p.refused_at_once.p95_ms), _fmt(p.refused_at_once.max_ms),
+             str(p.refused.count - p.refused_at_once.count), _fmt(p.refused.max_ms),
+             "-" if not p.retry_after_ms else f"{p.retry_after_ms[0]}..{p.retry_after_ms[1]}",
+             ", ".join(f"{k} {v}" for k, v in sorted(p.degraded.items())) or "none"]
+            for p in report.phases]
+    out += _table(["phase", "errors by code", "refused", "at once p50", "p95", "max", "after wait",
+                   "max", "retryAfterMs", "degraded results"], rows)
+    if report.probes:
+        out.append("")
+        out.append("Rate search (open loop; holds = no error, p95 under target, sender on schedule)")
+        rows = [[p.label, str(p.requests), _fmt(p.ok.p50_ms), _fmt(p.ok.p95_ms), _fmt(p.ok.p99_ms),
+                 _codes(p), _fmt(p.notes["max_send_lag_ms"]),
+                 "yes" if holds(p, report.config["target_ms"]) else "no"] for p in report.probes]
+        out += _table(["probe", "requests", "p50", "p95", "p99", "errors", "send lag max", "holds"], rows)
+    out.append("")
+    if report.config.get("duration", 0) > 0:
+        rate = report.sustained_rate
+        out.append(f"Highest rate held for {report.config['duration']:g} s (p95 < "
+                   f"{report.config['target_ms']:g} ms): "
+                   + ("none found" if rate is None else f"{rate:g} requests/s"))
+    noisy = [p.label for p in (*report.phases, *report.probes) if p.load.noisy]
+    if noisy:
+        out.append(f"warning: other processes or VMs used more than {NOISY_SHARE:.0%} of a core during: "
+                   + "; ".join(noisy) + ". Those figures are noisy.")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--projects", type=int, default=5)
+    p.add_argument("--documents", type=int, default=25, help="chapters per project")
+    p.add_argument("--min-tokens", type=int, default=2000, help="smallest chapter")
+    p.add_argument("--max-tokens", type=int, default=5000, help="largest chapter")
+    p.add_argument("--connections", type=int, default=50)
+    p.add_argument("--per-document", type=int, default=4, help="requests per document in a burst")
+    p.add_argument("--bursts", type=int, default=3, help="bursts of --per-document (the first is cold)")
+    p.add_argument("--overload-per-document", type=int, default=20,
+                   help="requests per document in the backpressure burst")
+    p.add_argument("--duration", type=float, default=60.0,
+                   help="seconds of the sustained run (0: no rate search, no sustained run)")
+    p.add_argument("--rate", type=float, default=None,
+                   help="sustained rate in requests/s (default: search for the highest that holds)")
+    p.add_argument("--start-rate", type=float, default=50.0, help="first probe of the rate search")
+    p.add_argument("--probe-seconds", type=float, default=5.0, help="length of each probe")
+    p.add_argument("--search-steps", type=int, default=3, help="bisection steps after doubling")
+    p.add_argument("--target-ms", type=float, default=100.0, help="p95 the sustained rate must hold")
+    p.add_argument("--confirm-steps", type=int, default=2,
+                   help="if the long run misses the target, retry this many times 15%% lower")
+    p.add_argument("--pause", type=float, default=1.0, help="seconds of rest between phases")
+    p.add_argument("--seed", type=int, default=11)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--save", type=Path, default=None, metavar="PATH", help="also write the JSON report")
+    args = p.parse_args(argv)
+    if min(args.projects, args.documents, args.connections, args.per_document, args.overload_per_document,
+           args.min_tokens) < 1 or args.max_tokens < args.min_tokens:
+        p.error("counts and sizes must be positive (and --max-tokens at least --min-tokens)")
+    if (args.bursts < 1 or args.duration < 0 or args.probe_seconds <= 0 or args.start_rate <= 0
+            or args.confirm_steps < 0):
+        p.error("--bursts must be positive, --duration not negative, probes positive")
+    if args.rate is not None and args.rate <= 0:
+        p.error("--rate must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    report = asyncio.run(run_benchmark(
+        args, progress=lambda step: print(f"... {step}", file=sys.stderr, flush=True)))
+    data = report.to_json()
+    if args.save is not None:
+        args.save.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        print(render(report), end="")
+    return 1 if report.unexpected_errors or report.server_exit != 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
