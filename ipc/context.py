@@ -9,6 +9,7 @@ from typing import Any
 
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 Cancel = Callable[[Any], bool]
+Subscribe = Callable[[frozenset[str]], None]
 
 
 class Role(StrEnum):
@@ -26,6 +27,10 @@ def _no_cancel(request_id: Any) -> bool:
     return False
 
 
+def _no_subscribe(topics: frozenset[str]) -> None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Peer:
     """One connected client: its identity and how to reach it."""
@@ -34,6 +39,7 @@ class Peer:
     role: Role = Role.CLIENT
     notify: Notify = _no_notify
     cancel: Cancel = _no_cancel
+    subscribe: Subscribe = _no_subscribe  # replaces the topics of server notifications it receives
 
 
 @dataclass(frozen=True, slots=True)

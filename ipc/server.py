@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
+from typing import Any
 
 import structlog
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -71,6 +72,7 @@ class WebSocketServer:
         # Weak: a handshake that never becomes a websocket must not hold its slot.
         self._roles: weakref.WeakKeyDictionary[ServerConnection, Role] = weakref.WeakKeyDictionary()
         self._sessions: set[Session] = set()
+        self._notifying: set[asyncio.Future[None]] = set()
         self._ids = itertools.count(1)
         self._log = structlog.get_logger("ipc.server")
         self._refusals = _RefusalLog(self._log_refusals)
@@ -86,6 +88,14 @@ class WebSocketServer:
     @property
     def connection_count(self) -> int:
         return len(self._sessions)
+
+    def publish(self, topic: str, method: str, params: dict[str, Any]) -> None:
+        """Send a notification to every connection subscribed to ``topic`` (``system:subscribe``),
+        without waiting; a lagging client's is dropped."""
+        for session in [s for s in self._sessions if topic in s.topics]:
+            task = asyncio.ensure_future(session.notify(method, params))
+            self._notifying.add(task)
+            task.add_done_callback(self._notifying.discard)
 
     async def start(self, host: str, port: int) -> int:
         """Listen on ``host:port`` (0 picks a free port); return the bound port."""

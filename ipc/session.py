@@ -88,7 +88,9 @@ class Session:
         self._idle = asyncio.Event()
         self._idle.set()
         self.dropped_notifications = 0
-        self.peer = Peer(connection_id=connection_id, role=role, notify=self.notify, cancel=self.cancel)
+        self.topics: frozenset[str] = frozenset()  # server notifications this connection asked for
+        self.peer = Peer(connection_id=connection_id, role=role, notify=self.notify, cancel=self.cancel,
+                         subscribe=self._subscribe)
         self._log = structlog.get_logger("ipc.session").bind(conn=connection_id)
 
     @property
@@ -154,6 +156,9 @@ class Session:
             if task in self._running:
                 task.cancel()
         return bool(tasks)
+
+    def _subscribe(self, topics: frozenset[str]) -> None:
+        self.topics = topics
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         """Send a server-to-client notification, dropped if the client lags."""

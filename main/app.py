@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,11 +32,13 @@ from services.knowledge import ConstraintService, KgService
 from services.memory import EpisodicMemoryService, SemanticMemoryService
 from services.projects import DocumentStore, ProjectService
 from services.projects.documents import MAX_DOCUMENT_BYTES
+from services.retrieval import create_retrieval
+from services.retrieval.provider import RetrievalProvider
+from services.retrieval.service import Retrieval
 from services.retrieval.vectors import close_vector_store, open_vector_store
 from services.sources.providers import (
     EpisodicMemoryProvider,
     KnowledgeGraphProvider,
-    NullRetrievalProvider,
     SemanticMemoryProvider,
     UserConstraintsProvider,
 )
@@ -59,7 +62,13 @@ class Services:
     database: Database
     vectors: Any
     tokenizer: Tokenizer
+    documents: DocumentStore
+    retrieval: Retrieval
     closers: list[Callable[[], None]] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        await self.retrieval.close()  # stops indexing before the stores it writes to close
+        await asyncio.to_thread(self.close)
 
     def close(self) -> None:
         for close in reversed(self.closers):
@@ -70,22 +79,25 @@ def open_services(config: Config) -> Services:
     """Open the stores and the tokenizer (blocking; run off the event loop)."""
     # The writer's text lives here: keep it private to the user.
     config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    lock = DataDirLock(config.data_dir)
-    lock.acquire()
-    try:
+    with contextlib.ExitStack() as undo:  # a failed open closes what was already opened
+        lock = DataDirLock(config.data_dir)
+        lock.acquire()
+        undo.callback(lock.release)
         database = open_database(config.resolved_database_url)
-    except Exception:
-        lock.release()
-        raise
-    try:
+        undo.callback(database.close)
         vectors = open_vector_store(path=config.chroma_path, url=config.chroma_url)
-    except Exception:
-        database.close()
-        lock.release()
-        raise
-    services = Services(database=database, vectors=vectors,
-                        tokenizer=resolve_tokenizer(config.tokenizer_encoding))
-    services.closers += [lock.release, database.close, lambda: close_vector_store(vectors)]
+        undo.callback(close_vector_store, vectors)
+        tokenizer = resolve_tokenizer(config.tokenizer_encoding)
+        # A document must fit in a frame both ways, with room for JSON escaping.
+        documents = DocumentStore(database, max_bytes=min(MAX_DOCUMENT_BYTES, config.max_frame_bytes // 2))
+        retrieval = create_retrieval(database, vectors, tokenizer, embedding=config.embedding,
+                                     cache_dir=config.data_dir / "cache", roots=documents.root,
+                                     debounce=config.index_debounce)
+        documents.on_write = retrieval.document_written
+        services = Services(database=database, vectors=vectors, tokenizer=tokenizer, documents=documents,
+                            retrieval=retrieval)
+        services.closers += [lock.release, database.close, lambda: close_vector_store(vectors)]
+        undo.pop_all()
     return services
 
 
@@ -112,10 +124,8 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
                       max_batch=config.max_batch, max_connections=config.max_connections),
         connections=connections,
     )
-    database = services.database
-    # A document must fit in a frame both ways, with room for JSON escaping.
-    documents = DocumentStore(database, max_bytes=min(MAX_DOCUMENT_BYTES, config.max_frame_bytes // 2))
-    projects = ProjectService(database)
+    database, documents, retrieval = services.database, services.documents, services.retrieval
+    projects = ProjectService(database, on_open=retrieval.project_opened)
     constraints, kg = ConstraintService(database), KgService(database)
     semantic, episodic = SemanticMemoryService(database), EpisodicMemoryService(database)
     register_projects(registry, projects=projects, documents=documents)
@@ -132,7 +142,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
             KnowledgeGraphProvider(constraint_list, kg.list),
             SemanticMemoryProvider(partial(semantic.list, confirmed_only=True)),
             EpisodicMemoryProvider(partial(episodic.list, limit=EPISODES_CONSIDERED)),
-            NullRetrievalProvider(),
+            RetrievalProvider(retrieval, services.tokenizer.info.encoding),
         ),
         tokenizers=TokenizerRegistry(config.tokenizer_encoding),
     ))
@@ -166,6 +176,7 @@ async def serve(config: Config, announce: Announce) -> None:
             debug=config.debug,
         )
         holder.append(server)
+        services.retrieval.progress = partial(server.publish, "progress", "$/progress")
         port = await server.start(config.host, config.port)
         _log.info("main.ready", port=port, debug=config.debug, methods=len(registry),
                   tokenizer=services.tokenizer.info.source)
@@ -175,5 +186,5 @@ async def serve(config: Config, announce: Announce) -> None:
         await server.shutdown(config.shutdown_grace)
     finally:
         stop.uninstall()
-        services.close()
+        await services.aclose()
     _log.info("main.stopped")

@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from services.retrieval.embedding_spec import DEFAULT_EMBEDDING, check_embedding
+
 
 class StdinWatch(StrEnum):
     AUTO = "auto"  # watch when stdin is a pipe or socket, i.e. a parent spawned us
@@ -40,6 +42,8 @@ class Config(BaseSettings):
                                  repr=False)
     database_url: str | None = None
     chroma_url: str | None = None
+    embedding: str = DEFAULT_EMBEDDING
+    index_debounce: float = Field(default=0.3, ge=0, le=60)
     log_level: str = "info"
     allowed_origins: Annotated[tuple[str, ...], NoDecode] = ()
     allow_file_origins: bool = False
@@ -78,6 +82,12 @@ class Config(BaseSettings):
         except ValueError:
             pass
         raise ValueError("host must be a loopback address such as 127.0.0.1 or ::1")
+
+    @field_validator("embedding")
+    @classmethod
+    def _known_embedding(cls, value: str) -> str:
+        check_embedding(value)
+        return value
 
     @field_validator("chroma_url")
     @classmethod

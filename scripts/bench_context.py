@@ -580,7 +580,7 @@ async def inproc_app(root: Path) -> AsyncIterator[Dispatcher]:
     try:
         yield Dispatcher(build_registry(config, services, lambda: 0))
     finally:
-        services.close()
+        await services.aclose()
 
 
 def inspector_context() -> CallContext:

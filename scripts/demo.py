@@ -86,7 +86,7 @@ async def main(language: str, budget: int | None) -> None:
                 "projectId": project_id, "documentId": document, "cursorPosition": len(text),
                 "skillId": "continue", "additionalInput": instruction})
         finally:
-            services.close()
+            await services.aclose()
     print("=== system prompt ===\n" + result["systemPrompt"])
     print("\n=== prompt ===\n" + result["prompt"])
     print("\n=== layers ===\n" + _table(result))

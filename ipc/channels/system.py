@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import RootModel
+from pydantic import Field, RootModel
 
 from ipc.context import CallContext
 from ipc.models import Ack, NoParams, WireModel
@@ -38,6 +38,17 @@ class SystemInfo(WireModel):
     connections: int
 
 
+TOPICS = ("progress",)
+
+
+class SubscribeParams(WireModel):
+    topics: list[Literal["progress"]] = Field(max_length=len(TOPICS))
+
+
+class Subscription(WireModel):
+    topics: list[str]
+
+
 class OpenRpcDocument(RootModel[dict[str, Any]]):
     """An OpenRPC 1.x service description."""
 
@@ -51,7 +62,7 @@ def register_system(
     limits: Limits,
     connections: Callable[[], int],
 ) -> None:
-    """Add system:info, rpc.discover and $/cancelRequest to ``registry``."""
+    """Add system:info, system:subscribe, rpc.discover and $/cancelRequest to ``registry``."""
     discovered: list[OpenRpcDocument] = []
 
     @registry.method("system:info", params=NoParams, result=SystemInfo,
@@ -66,6 +77,14 @@ def register_system(
         if not discovered:  # the registry is complete once the server serves
             discovered.append(OpenRpcDocument(openrpc_document(registry, title=name, version=version)))
         return discovered[0]
+
+    @registry.method("system:subscribe", params=SubscribeParams, result=Subscription,
+                     summary="Choose the server notifications this connection receives "
+                             "(progress: $/progress while indexing); replaces the previous choice.")
+    async def subscribe(params: SubscribeParams, ctx: CallContext) -> Subscription:
+        topics = frozenset(params.topics)
+        ctx.peer.subscribe(topics)
+        return Subscription(topics=sorted(topics))
 
     @registry.method(CANCEL_METHOD, params=CancelParams, result=Ack, notification=True,
                      summary="Cancel an in-flight request of this connection (notification).")

@@ -34,7 +34,7 @@ SKILLS: dict[str, Skill] = {
             "en": "You are a novelist's line editor. Polish the passage at the cursor: improve wording "
                   "and rhythm without changing plot or facts, obeying every writing constraint. Output "
                   "only the polished passage.",
-        }, after_share=0.3),
+        }, after_share=0.3, exclude_after=False),
         Skill("expand", {
             "zh": "你是小说作者的写作助手。扩写光标处的段落，"
                   "补充细节、动作与感官描写，不改变情节，遵守所有创作约束。只输出扩写后的段落。",
@@ -48,7 +48,7 @@ SKILLS: dict[str, Skill] = {
             "en": "You are a novelist's writing assistant. Rewrite the passage at the cursor as the "
                   "writer asks, keeping setting and characters consistent and obeying every writing "
                   "constraint. Output only the rewritten passage.",
-        }, after_share=0.4),
+        }, after_share=0.4, exclude_after=False),
     )
 }
 

@@ -17,6 +17,7 @@ import asyncio
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -94,10 +95,12 @@ class DocumentStore:
     """Lists, reads and atomically writes the documents of a project's folder."""
 
     def __init__(self, database: Database, *, max_bytes: int = MAX_DOCUMENT_BYTES,
-                 max_listed: int = MAX_LISTED_DOCUMENTS) -> None:
+                 max_listed: int = MAX_LISTED_DOCUMENTS,
+                 on_write: Callable[[str, str], None] | None = None) -> None:
         self._db = database
         self._max_bytes = max_bytes
         self._max_listed = max_listed
+        self.on_write = on_write  # told of every document written (e.g. so retrieval re-indexes it)
 
     async def list(self, project_id: str) -> DocumentListing:
         """Every document under the folder, sorted by id; hidden files and folders skipped."""
@@ -109,7 +112,14 @@ class DocumentStore:
 
     async def write(self, project_id: str, document_id: str, text: str) -> DocumentInfo:
         """Replace (or create) the document atomically, creating its folders in the project."""
-        return await asyncio.to_thread(self._write, project_id, document_id, text)
+        info = await asyncio.to_thread(self._write, project_id, document_id, text)
+        if self.on_write is not None:
+            self.on_write(project_id, document_id)
+        return info
+
+    async def root(self, project_id: str) -> Path:
+        """The project's folder, or a domain error when the project or its folder is gone."""
+        return await asyncio.to_thread(self._root, project_id)
 
     def _root(self, project_id: str) -> Path:
         with self._db.session() as session:

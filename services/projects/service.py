@@ -6,6 +6,8 @@ import asyncio
 import builtins
 import hashlib
 import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -54,12 +56,16 @@ def clean_name(name: str | None, real_path: str) -> str:
 class ProjectService:
     """Registers folders as projects and keeps their settings."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, on_open: Callable[[str, Path], None] | None = None) -> None:
         self._db = database
+        self.on_open = on_open  # told of every opened project (e.g. so retrieval indexes and watches it)
 
     async def open(self, path: str, name: str | None = None) -> ProjectRecord:
         """Register the folder at ``path`` (or find it again); rename it if ``name`` is given."""
-        return await asyncio.to_thread(self._open, path, name)
+        record = await asyncio.to_thread(self._open, path, name)
+        if self.on_open is not None:
+            self.on_open(record.id, Path(record.path))
+        return record
 
     async def list(self) -> list[ProjectRecord]:
         return await asyncio.to_thread(self._list)

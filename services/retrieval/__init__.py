@@ -1,1 +1,72 @@
-"""The vector side of retrieval: the Chroma client Strata indexes into."""
+"""Retrieval over the writer's project: chunks in SQL, vectors in Chroma, terms in BM25.
+
+Kept light to import (config reads :mod:`embedding_spec`); the builders import
+Chroma and the encoder only when called.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from services.retrieval.embedding_spec import DEFAULT_EMBEDDING
+
+if TYPE_CHECKING:
+    from services.retrieval.service import Retrieval, Roots
+    from services.store import Database
+    from services.tokenizer import Tokenizer
+
+
+def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
+                     embedding: str = DEFAULT_EMBEDDING, cache_dir: Path | None = None, roots: Roots,
+                     debounce: float = 0.3, watch: bool = True) -> Retrieval:
+    """The retrieval service over an open database and Chroma client."""
+    from services.retrieval.embeddings import make_embedding
+    from services.retrieval.indexer import Indexer
+    from services.retrieval.lexical import Terms
+    from services.retrieval.service import Retrieval
+    from services.retrieval.store import ChunkStore
+    from services.retrieval.vectors import VectorIndex
+
+    store = ChunkStore(database)
+    vectors = VectorIndex(client, make_embedding(embedding))
+    terms = Terms(cache_dir)
+    info = tokenizer.info
+    indexer = Indexer(store, vectors, terms, tokenizer.count, embedding=embedding,
+                      tokenizer=f"{info.encoding}:{'exact' if info.exact else 'estimate'}")
+    return Retrieval(store, indexer, vectors, terms, roots=roots, debounce=debounce, watch=watch)
+
+
+class Standalone:
+    """Retrieval with its own SQLite file and Chroma folder under one directory, for scripts."""
+
+    def __init__(self, data_dir: Path, *, embedding: str = DEFAULT_EMBEDDING, watch: bool = False) -> None:
+        from services.retrieval.vectors import open_vector_store
+        from services.store import open_database
+        from services.tokenizer import resolve_tokenizer
+
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.database = open_database(f"sqlite:///{data_dir / 'strata.db'}")
+        self.client = open_vector_store(path=data_dir / "chroma")
+        self.tokenizer = resolve_tokenizer()
+        self.retrieval = create_retrieval(self.database, self.client, self.tokenizer, embedding=embedding,
+                                          cache_dir=data_dir / "cache", roots=_no_roots, watch=watch)
+
+    async def close(self) -> None:
+        from services.retrieval.vectors import close_vector_store
+
+        await self.retrieval.close()
+        close_vector_store(self.client)
+        self.database.close()
+
+
+async def _no_roots(project_id: str) -> Path:
+    raise LookupError("open the project with its folder first")
+
+
+def build_retrieval(data_dir: Path, **options: Any) -> Standalone:
+    """A :class:`Standalone` retrieval under ``data_dir``: ``.retrieval`` to use, ``await .close()``."""
+    return Standalone(data_dir, **options)
+
+
+__all__: list[str] = ["DEFAULT_EMBEDDING", "Standalone", "build_retrieval", "create_retrieval"]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,7 +39,17 @@ def open_vector_store(path: Path | None = None, url: str | None = None) -> Any:
     if path is None:
         raise ValueError("a path or a url is required")
     path.mkdir(parents=True, exist_ok=True)
-    client = chromadb.PersistentClient(path=str(path), settings=_settings())
+    try:
+        client = chromadb.PersistentClient(path=str(path), settings=_settings())
+    except Exception as exc:  # a damaged folder (e.g. killed mid-flush): vectors are derived data
+        aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        path.rename(aside)
+        _log.warning("vectors.damaged", exc_type=type(exc).__name__, moved_to=aside.name)
+        path.mkdir()
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        SharedSystemClient.clear_system_cache()  # the failed open may have cached a half-started system
+        client = chromadb.PersistentClient(path=str(path), settings=_settings())
     _log.info("vectors.opened", kind="persistent")
     return client
 
@@ -45,3 +59,71 @@ def close_vector_store(client: Any) -> None:
     if callable(close):
         close()
     _log.info("vectors.closed")
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    vector_id: str
+    similarity: float
+    project_id: str
+    document_id: str
+
+
+class VectorIndex:
+    """One Chroma collection per project, holding a vector per (document, chunk content).
+
+    Blocking calls, made from worker threads. Strata computes the vectors
+    itself (in batches, off the event loop) and hands them over with ids.
+    """
+
+    def __init__(self, client: Any, embedding: Any) -> None:
+        self._client = client
+        self.embedding = embedding
+        self._open: dict[str, Any] = {}
+
+    @staticmethod
+    def collection_name(project_id: str) -> str:
+        return f"strata-{project_id}"
+
+    def _collection(self, project_id: str) -> Any:
+        collection = self._open.get(project_id)
+        if collection is None:
+            collection = self._client.get_or_create_collection(
+                self.collection_name(project_id), embedding_function=self.embedding,
+                metadata={"hnsw:space": "cosine"})
+            self._open[project_id] = collection
+        return collection
+
+    def ids(self, project_id: str) -> set[str]:
+        return set(self._collection(project_id).get(include=[])["ids"])
+
+    def add(self, project_id: str, vectors: Sequence[tuple[str, str, Any]]) -> None:
+        """Store ``(vector id, document id, embedding)`` triples."""
+        if vectors:
+            self._collection(project_id).upsert(
+                ids=[v[0] for v in vectors], embeddings=[v[2] for v in vectors],
+                metadatas=[{"project_id": project_id, "document_id": v[1]} for v in vectors])
+
+    def delete(self, project_id: str, ids: Iterable[str]) -> None:
+        batch = list(ids)
+        if batch:
+            self._collection(project_id).delete(ids=batch)
+
+    def drop(self, project_id: str) -> None:
+        self._open.pop(project_id, None)
+        with contextlib.suppress(Exception):  # absent already: nothing to drop
+            self._client.delete_collection(self.collection_name(project_id))
+
+    def query(self, project_id: str, embedding: Any, limit: int) -> list[VectorHit]:
+        collection = self._collection(project_id)
+        size = collection.count()
+        if not size:
+            return []
+        found = collection.query(query_embeddings=[embedding], n_results=min(limit, size),
+                                 include=["metadatas", "distances"])
+        hits = []
+        for vid, distance, meta in zip(found["ids"][0], found["distances"][0], found["metadatas"][0],
+                                       strict=True):
+            hits.append(VectorHit(vid, 1.0 - float(distance), str(meta.get("project_id", "")),
+                                  str(meta.get("document_id", ""))))
+        return hits

@@ -100,3 +100,42 @@ class BudgetProfileRow(SQLModel, table=True):
     settings_min: int = Field(default=200)
     retrieved_min: int = Field(default=0)
     immediate_min: int = Field(default=2000)
+
+
+# Retrieval: derived from the project's files, rebuilt from them whenever missing or stale.
+
+class RetrievalStateRow(SQLModel, table=True):
+    """How a project's index was built: a different layout, embedder or tokenizer means rebuild."""
+
+    __tablename__ = "retrieval_state"
+    project_id: str = Field(primary_key=True, max_length=32)
+    layout: int
+    embedding: str = Field(max_length=300)
+    tokenizer: str = Field(max_length=100)
+
+
+class RetrievalDocumentRow(SQLModel, table=True):
+    """A file as last indexed: an unchanged size and mtime means nothing to do."""
+
+    __tablename__ = "retrieval_document"
+    project_id: str = Field(primary_key=True, max_length=32)
+    document_id: str = Field(primary_key=True)
+    size: int
+    mtime_ns: int
+    chunks: int
+
+
+class RetrievalChunkRow(SQLModel, table=True):
+    """One chunk of a document: its place, content hash, exact token count and search terms."""
+
+    __tablename__ = "retrieval_chunk"
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: str = Field(index=True, max_length=32)
+    document_id: str
+    ordinal: int
+    start: int
+    end: int
+    content_hash: str = Field(max_length=64)
+    tokens: int
+    text: str
+    terms: str  # space-separated search terms, so the lexical index rebuilds without re-splitting

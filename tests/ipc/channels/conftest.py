@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from ipc.context import CallContext, Peer
 from ipc.dispatch import Dispatcher
@@ -64,14 +66,16 @@ class Rpc:
         return error
 
 
-@pytest.fixture(scope="module")
-def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Config, Services]]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def services(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[Config, Services]]:
+    """The app's services for one test module. The module's tests share one event loop (its
+    ``pytestmark``): retrieval keeps per-project workers on the loop that opened the project."""
     config = Config(data_dir=tmp_path_factory.mktemp("data"))
-    opened = open_services(config)
+    opened = await asyncio.to_thread(open_services, config)
     try:
         yield config, opened
     finally:
-        opened.close()
+        await opened.aclose()
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +94,7 @@ def folder(tmp_path: Path) -> Path:
     return make_folder(tmp_path / "novel")
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def project_id(rpc: Rpc, folder: Path) -> str:
     result = await rpc.call("project:open", {"path": str(folder)})
     project_id: str = result["project"]["id"]

@@ -11,6 +11,9 @@ from ipc.registry import Registry
 from tests.ipc.channels.conftest import Rpc, assert_documented
 from tests.support.projects import make_folder
 
+# The module shares one event loop with its services (see conftest.services).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 KNOWLEDGE_METHODS = {
     "constraints:list": {}, "constraints:create": {"kind": "plot", "text": "x"},
     "constraints:update": {"id": 1, "text": "x"}, "constraints:delete": {"id": 1},
@@ -111,6 +114,6 @@ async def test_unknown_project_is_project_not_found(rpc: Rpc, method: str,
     assert (error["code"], error["data"]) == (-32010, {"code": "PROJECT_NOT_FOUND"})
 
 
-def test_methods_and_their_errors_are_documented(registry: Registry) -> None:
+async def test_methods_and_their_errors_are_documented(registry: Registry) -> None:
     """docs/protocol.md lists every constraints:* and kg:* method and each error code they declare."""
     assert_documented(registry, ("constraints:", "kg:"))

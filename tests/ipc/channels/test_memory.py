@@ -11,6 +11,9 @@ from ipc.registry import Registry
 from tests.ipc.channels.conftest import Rpc, assert_documented
 from tests.support.projects import make_folder
 
+# The module shares one event loop with its services (see conftest.services).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 MEMORY_METHODS = {
     "memory:semantic:list": {}, "memory:semantic:upsert": {"text": "x"},
     "memory:semantic:delete": {"id": 1}, "memory:episodic:add": {"output": "x"},
@@ -96,6 +99,6 @@ async def test_unknown_project_is_project_not_found(rpc: Rpc, method: str,
     assert (error["code"], error["data"]) == (-32010, {"code": "PROJECT_NOT_FOUND"})
 
 
-def test_methods_and_their_errors_are_documented(registry: Registry) -> None:
+async def test_methods_and_their_errors_are_documented(registry: Registry) -> None:
     """docs/protocol.md has a row for every memory:* method and every error code they declare."""
     assert_documented(registry, ("memory:",))

@@ -16,6 +16,9 @@ from tests.support.client import RpcClient
 from tests.support.process import start_server
 from tests.support.projects import make_folder
 
+# The module shares one event loop with its services (see conftest.services).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 PROJECT_METHODS = {
     "project:settings:get": {}, "project:settings:update": {"version": 1},
     "document:list": {}, "document:read": {"documentId": "a.md"},
@@ -133,7 +136,7 @@ async def test_unknown_project_is_project_not_found(rpc: Rpc, method: str,
     assert (error["code"], error["data"]) == (-32010, {"code": "PROJECT_NOT_FOUND"})
 
 
-def test_discover_lists_each_methods_errors(registry: Registry) -> None:
+async def test_discover_lists_each_methods_errors(registry: Registry) -> None:
     """rpc.discover declares the error codes each method can answer."""
     methods = {m["name"]: m for m in openrpc_document(registry, title="t", version="v")["methods"]}
     codes = {name: {e["data"]["code"] for e in m.get("errors", [])} for name, m in methods.items()}
@@ -166,6 +169,6 @@ async def test_over_a_real_server_process(tmp_path: Path, folder: Path) -> None:
     assert "你好" not in running.stderr_text()
 
 
-def test_methods_and_their_errors_are_documented(registry: Registry) -> None:
+async def test_methods_and_their_errors_are_documented(registry: Registry) -> None:
     """docs/protocol.md lists every project:* and document:* method and each error they declare."""
     assert_documented(registry, ("project:", "document:"))

@@ -1,0 +1,119 @@
+"""Cut a document into overlapping chunks along paragraphs and sentences.
+
+A chunk closes at the end of a paragraph once it holds half its target, so an
+edit in one paragraph changes the chunks around it and the rest come out the
+same: unchanged chunks keep their content hash and are not embedded again.
+Offsets are code-point offsets into the document text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+TARGET_TOKENS = 200
+OVERLAP_TOKENS = 30
+
+# A sentence ends at Chinese 。！？；…, or at . ! ? followed by space or the end, with any closing
+# quotes or brackets; a line break always ends one (and a paragraph).
+_SENTENCE = re.compile(
+    r"""[^\n]*?(?:[。！？；]+|…+|[.!?]+(?=[\s"'”’)\]」』）]|$)|(?=\n)|$)["'”’)\]」』）]*[ \t]*""")
+_PARAGRAPH = re.compile(r"[^\n]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    ordinal: int
+    start: int
+    end: int
+    text: str
+    hash: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    start: int
+    end: int
+    tokens: int
+    paragraph_end: bool
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _sentences(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    position = start
+    while position < end:
+        match = _SENTENCE.match(text, position, end)
+        stop = match.end() if match and match.end() > position else end
+        yield position, stop
+        position = stop
+
+
+def _split_long(text: str, start: int, end: int, tokens: int, target: int) -> Iterator[tuple[int, int]]:
+    """Pieces of about ``target`` tokens from a sentence longer than that (no punctuation to cut at)."""
+    parts = -(-tokens // target)
+    step = -(-(end - start) // parts)
+    for offset in range(start, end, step):
+        yield offset, min(end, offset + step)
+
+
+def _pieces(text: str, count: Callable[[str], int], target: int) -> list[_Piece]:
+    pieces: list[_Piece] = []
+    for paragraph in _PARAGRAPH.finditer(text):
+        sentences = [s for s in _sentences(text, paragraph.start(), paragraph.end())
+                     if text[s[0]:s[1]].strip()]
+        for n, (start, end) in enumerate(sentences):
+            tokens = count(text[start:end])
+            spans = [(start, end)] if tokens <= target else [*_split_long(text, start, end, tokens, target)]
+            for k, (a, b) in enumerate(spans):
+                last = n == len(sentences) - 1 and k == len(spans) - 1
+                pieces.append(_Piece(a, b, tokens if len(spans) == 1 else count(text[a:b]), last))
+    return pieces
+
+
+def _groups(pieces: list[_Piece], target: int, overlap: int) -> Iterator[list[_Piece]]:
+    """Runs of pieces of about ``target`` tokens, each starting with the last ``overlap`` tokens of
+    the one before."""
+    current: list[_Piece] = []
+    size = 0
+    fresh = 0  # pieces in ``current`` that are not overlap
+    for piece in pieces:
+        if current and fresh and size + piece.tokens > target:
+            yield current
+            current, size = _tail(current, overlap)
+            fresh = 0
+        current.append(piece)
+        size += piece.tokens
+        fresh += 1
+        if piece.paragraph_end and size >= target // 2:
+            yield current
+            current, size, fresh = [], 0, 0
+    if fresh:
+        yield current
+
+
+def _tail(pieces: list[_Piece], overlap: int) -> tuple[list[_Piece], int]:
+    kept: list[_Piece] = []
+    size = 0
+    for piece in reversed(pieces):
+        if size + piece.tokens > overlap or piece.paragraph_end:
+            break
+        kept.insert(0, piece)
+        size += piece.tokens
+    return kept, size
+
+
+def chunk_text(text: str, count: Callable[[str], int], *, target: int = TARGET_TOKENS,
+               overlap: int = OVERLAP_TOKENS) -> list[Chunk]:
+    """The chunks of ``text``, each with its offsets, content hash and exact token count."""
+    chunks: list[Chunk] = []
+    for group in _groups(_pieces(text, count, target), target, overlap):
+        start, end = group[0].start, group[-1].end
+        body = text[start:end].rstrip()
+        chunks.append(Chunk(len(chunks), start, start + len(body), body, content_hash(body), count(body)))
+    return chunks

@@ -1,0 +1,192 @@
+"""Bring a project's index up to date with its files (blocking; runs in a worker thread).
+
+The files are the truth. A document is re-chunked when its size or mtime
+changed; only chunks whose content is new get embedded. New vectors are added
+before the chunk rows are swapped, and vectors no longer used are returned to
+the caller to delete after it has published the new snapshot, so a search
+always finds the vectors of the chunks it sees.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from services.errors import StrataError
+from services.projects.document_ids import is_document_name
+from services.projects.documents import (
+    MAX_DOCUMENT_BYTES,
+    document_ref,
+    read_at_most,
+    resolve_document,
+    walk_document_ids,
+)
+from services.retrieval.chunking import OVERLAP_TOKENS, TARGET_TOKENS, chunk_text
+from services.retrieval.lexical import Terms
+from services.retrieval.store import ChunkRecord, ChunkStore, FileStamp, IndexState
+from services.retrieval.vectors import VectorIndex
+
+_log = structlog.get_logger("retrieval.indexer")
+
+LAYOUT = 1  # bump when chunking or the meaning of stored chunks changes: every index rebuilds
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+Progress = Callable[[int, int], None]
+_EMBED_BATCH = 32  # chunks embedded between checks of ``stop``
+
+
+class IndexStopped(Exception):
+    """The pass was asked to stop (the server is closing); what was committed stays consistent."""
+
+
+@dataclass
+class SyncReport:
+    documents: int = 0  # looked at
+    changed: int = 0
+    removed: int = 0
+    chunks: int = 0  # written for changed documents
+    embedded: int = 0
+    rebuilt: bool = False
+    repaired: int = 0  # vectors that were missing and were embedded again
+    seconds: float = 0.0
+    orphans: list[str] = field(default_factory=list)  # vector ids to delete once the new snapshot is out
+
+
+class Indexer:
+    def __init__(self, store: ChunkStore, vectors: VectorIndex, terms: Terms, count: Callable[[str], int], *,
+                 embedding: str, tokenizer: str, max_bytes: int = MAX_DOCUMENT_BYTES,
+                 stop: threading.Event | None = None) -> None:
+        self._store = store
+        self._vectors = vectors
+        self._terms = terms
+        self._count = count
+        self.state = IndexState(LAYOUT, embedding, tokenizer)
+        self._max_bytes = max_bytes
+        self.stop = stop or threading.Event()
+
+    def sync(self, project_id: str, root: Path, only: Iterable[str] | None = None, *, verify: bool = False,
+             progress: Progress | None = None) -> SyncReport:
+        """Index what changed: every document (``only`` None), or the ones named, read even when
+        their size and mtime look unchanged (a write within the file system's mtime resolution)."""
+        started = time.perf_counter()
+        report = SyncReport()
+        if self._store.state(project_id) != self.state:
+            self._store.reset(project_id, self.state)
+            self._vectors.drop(project_id)
+            report.rebuilt = True
+            only = None  # everything goes back in, whatever this pass was asked to look at
+        current = self._store.load(project_id)
+        if verify and not report.rebuilt:
+            try:
+                report.repaired = self._repair(project_id, current)
+            except Exception as exc:  # the collection cannot be read: start it over from the chunk table
+                _log.warning("retrieval.vectors_reset", project_id=project_id, exc_type=type(exc).__name__)
+                self._vectors.drop(project_id)
+                report.repaired = self._repair(project_id, current)
+        stamps = self._store.stamps(project_id)
+        names = sorted(set(walk_document_ids(root)) | set(stamps)) if only is None else sorted(set(only))
+        old = _by_document(current)
+        for done, document_id in enumerate(names, 1):
+            self._sync_document(project_id, root, document_id, stamps.get(document_id),
+                                old.get(document_id, []), report, force=only is not None)
+            if progress:
+                progress(done, len(names))
+        report.documents = len(names)
+        report.seconds = time.perf_counter() - started
+        _log.info("retrieval.synced", project_id=project_id, documents=report.documents,
+                  changed=report.changed, removed=report.removed, chunks=report.chunks,
+                  embedded=report.embedded,
+                  rebuilt=report.rebuilt, repaired=report.repaired, ms=round(report.seconds * 1e3, 1))
+        return report
+
+    def _sync_document(self, project_id: str, root: Path, document_id: str, stamp: FileStamp | None,
+                       old: Sequence[ChunkRecord], report: SyncReport, *, force: bool) -> None:
+        found = self._read(root, document_id, None if force else stamp)
+        if found is None:
+            if stamp is not None or old:
+                self._store.replace(project_id, document_id, None, [])
+                report.orphans.extend({c.vector_id for c in old})
+                report.removed += 1
+            return
+        now, text = found
+        if text is None:
+            return  # unchanged
+        chunks = self._chunks(project_id, document_id, text, old)
+        have = {c.vector_id for c in old}
+        fresh = {c.vector_id: c for c in chunks if c.vector_id not in have}
+        self._embed(project_id, fresh.values())
+        self._store.replace(project_id, document_id, now, chunks)
+        report.orphans.extend(have - {c.vector_id for c in chunks})
+        report.changed += 1
+        report.chunks += len(chunks)
+        report.embedded += len(fresh)
+
+    def _chunks(self, project_id: str, document_id: str, text: str,
+                old: Sequence[ChunkRecord]) -> list[ChunkRecord]:
+        known_terms = {c.content_hash: c.terms for c in old}
+        return [ChunkRecord(project_id, document_id, c.ordinal, c.start, c.end, c.hash, c.tokens, c.text,
+                            known_terms.get(c.hash) or tuple(self._terms(c.text)))
+                for c in chunk_text(text, self._count, target=TARGET_TOKENS, overlap=OVERLAP_TOKENS)]
+
+    def _embed(self, project_id: str, chunks: Iterable[ChunkRecord]) -> None:
+        pending = list(chunks)
+        for start in range(0, len(pending), _EMBED_BATCH):
+            if self.stop.is_set():
+                raise IndexStopped
+            batch = pending[start:start + _EMBED_BATCH]
+            vectors = self._vectors.embedding([c.text for c in batch])
+            self._vectors.add(project_id, [(c.vector_id, c.document_id, v)
+                                           for c, v in zip(batch, vectors, strict=True)])
+
+    def _repair(self, project_id: str, current: Sequence[ChunkRecord]) -> int:
+        """Make the vector store hold exactly the vectors of ``current`` (it may have lost some)."""
+        stored = self._vectors.ids(project_id)
+        wanted = {c.vector_id: c for c in current}
+        missing = [c for vid, c in wanted.items() if vid not in stored]
+        self._embed(project_id, missing)
+        self._vectors.delete(project_id, stored - wanted.keys())
+        return len(missing)
+
+    def _read(self, root: Path, document_id: str,
+              known: FileStamp | None) -> tuple[FileStamp, str | None] | None:
+        """The file's stamp and text (None: its stamp is ``known``, unchanged), or None when it is
+        gone or is not an indexable document."""
+        if not is_document_name(document_id.rsplit("/", 1)[-1]):
+            return None
+        try:
+            path = resolve_document(root, document_id)
+            fd = os.open(path, _READ_FLAGS)
+        except (OSError, ValueError, StrataError):
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > self._max_bytes:
+                return None
+            now = FileStamp(info.st_size, info.st_mtime_ns)
+            if now == known:
+                return now, None
+            data = read_at_most(fd, self._max_bytes + 1)
+        finally:
+            os.close(fd)
+        if len(data) > self._max_bytes:
+            return None  # grew past the limit while being read
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            _log.info("retrieval.skipped", document=document_ref(document_id), reason="not utf-8")
+            return None
+        return now, text
+
+
+def _by_document(chunks: Iterable[ChunkRecord]) -> dict[str, list[ChunkRecord]]:
+    grouped: dict[str, list[ChunkRecord]] = {}
+    for chunk in chunks:
+        grouped.setdefault(chunk.document_id, []).append(chunk)
+    return grouped

@@ -1,0 +1,103 @@
+"""Lexical search: terms for Chinese (jieba) and English, BM25 over a project's chunks (bm25s)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_STOP_EN = _words("""a an and are as at be been but by did do does for from had has have he her hers him
+his i if in into is it its me my no not of on or our she so than that the their them then there these they
+this to too up us was we were what when where which who whom why will with would you your""")
+_STOP_ZH = _words("""的 了 着 过 是 在 和 与 及 或 也 都 就 还 又 而 但 把 被 让 给 对
+从 向 往 到 于 以 为 之 其 这 那 这个 那个 这些 那些 一个 一些 有 没有
+不 没 很 太 更 最 吗 呢 吧 啊 呀 哦 嗯 我 你 他 她 它 我们 你们 他们
+她们 自己 什么 怎么 哪里 哪儿 为什么 如何 已经 然后 因为 所以 如果 虽然
+可是 但是 只是 一 上 下 里 中 说 道 地 得""")
+
+
+class Terms:
+    """Splits text into search terms; jieba's dictionary loads once, on first use."""
+
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        self._cache_dir = cache_dir
+        self._jieba: Any = None
+        self._lock = threading.Lock()
+
+    def _segmenter(self) -> Any:
+        with self._lock:
+            if self._jieba is None:
+                import jieba
+
+                jieba.setLogLevel(logging.WARNING)
+                segmenter = jieba.Tokenizer()
+                if self._cache_dir is not None:  # its prefix-dictionary cache, beside our data
+                    self._cache_dir.mkdir(parents=True, exist_ok=True)
+                    segmenter.tmp_dir = str(self._cache_dir)
+                segmenter.initialize()
+                self._jieba = segmenter
+            return self._jieba
+
+    def __call__(self, text: str) -> list[str]:
+        terms: list[str] = []
+        for word in _WORD.findall(text.lower()):
+            if _CJK.search(word):
+                terms.extend(self._chinese(word))
+            elif word not in _STOP_EN and (len(word) > 1 or word.isdigit()):
+                terms.append(_stem(word))
+        return terms
+
+    def _chinese(self, run: str) -> list[str]:
+        out: list[str] = []
+        for part in re.split(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)", run):
+            if not part:
+                continue
+            if _CJK.fullmatch(part):
+                out.extend(w for w in self._segmenter().cut_for_search(part) if w not in _STOP_ZH)
+            elif part not in _STOP_EN:
+                out.append(_stem(part))
+        return out
+
+
+def _stem(word: str) -> str:
+    """A light English stemmer: plural and verb endings, enough for keys/key, hid/hides to meet."""
+    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            return word[: len(word) - len(suffix)] + keep
+    return word
+
+
+class Bm25:
+    """An immutable BM25 index over a list of term lists; search returns (position, score)."""
+
+    def __init__(self, documents: Sequence[Sequence[str]]) -> None:
+        import bm25s
+
+        self.size = len(documents)
+        self._index: Any = None
+        if documents:
+            index = bm25s.BM25()
+            index.index([list(d) or [""] for d in documents], show_progress=False)
+            self._index = index
+
+    def search(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        if self._index is None:
+            return []
+        known = [t for t in terms if t in self._index.vocab_dict]
+        if not known:
+            return []
+        scores = np.asarray(self._index.get_scores(known))
+        top = np.argsort(-scores, kind="stable")[:limit]
+        return [(int(i), float(scores[i])) for i in top if scores[i] > 0]

@@ -1,0 +1,47 @@
+"""The Retrieved layer's passages: hybrid search over the project's earlier text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from services.context.models import Item, Layer
+from services.context.screening import MAX_RETRIEVED
+from services.retrieval.search import Exclusion, Hit
+from services.sources.base import GatherContext
+
+
+class Searcher(Protocol):
+    async def search(self, project_id: str, query: str, *, limit: int = ...,
+                     exclude: Exclusion | None = ...) -> list[Hit]: ...
+
+
+@dataclass(frozen=True)
+class RetrievalProvider:
+    """Chunks of the project's documents relevant to the text before the cursor and the instruction.
+
+    Text after the cursor in the current document is left out when the skill
+    says so; chunks overlapping the window carry their span so screening drops
+    them as duplicates. Token counts come from the index when it was counted
+    with the request's tokenizer.
+    """
+
+    searcher: Searcher
+    index_encoding: str  # the encoding chunk token counts were computed with
+    name: str = "retrieval"
+    warning: str = "RETRIEVAL_UNAVAILABLE"
+
+    async def gather(self, ctx: GatherContext) -> Sequence[Item]:
+        exclude = Exclusion(ctx.document_id, ctx.window.cursor) if ctx.skill.exclude_after else None
+        hits = await self.searcher.search(ctx.project_id, ctx.query, limit=MAX_RETRIEVED, exclude=exclude)
+        same = ctx.counter.info.exact and ctx.counter.info.encoding == self.index_encoding
+        return [self._item(hit, ctx, same) for hit in hits]
+
+    @staticmethod
+    def _item(hit: Hit, ctx: GatherContext, same_tokenizer: bool) -> Item:
+        here = hit.document_id == ctx.document_id
+        return Item(id=f"chunk:{hit.document_id}#{hit.ordinal}", layer=Layer.RETRIEVED, section="passages",
+                    source=f"document:{hit.document_id}", text=hit.text,
+                    tokens=hit.tokens if same_tokenizer else ctx.counter.count(hit.text), key=hit.score,
+                    key_name="score", project_id=hit.project_id, span=(hit.start, hit.end) if here else None)

@@ -1,0 +1,258 @@
+"""Retrieval for the Retrieved layer: keeps each open project's index current and searches it.
+
+One worker per project applies changes in order (a burst of saves within
+``debounce`` seconds is one pass); a watcher feeds it edits made outside the
+app. Searches read the last published :class:`Snapshot`, so they never wait
+for indexing and never see it half done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from services.retrieval.indexer import Indexer, IndexStopped, SyncReport
+from services.retrieval.lexical import Terms
+from services.retrieval.search import Exclusion, Hit, Mode, Snapshot, fuse
+from services.retrieval.store import ChunkStore
+from services.retrieval.vectors import VectorIndex
+from services.retrieval.watcher import watch_documents
+
+_log = structlog.get_logger("retrieval")
+
+Roots = Callable[[str], Awaitable[Path]]
+ProgressSink = Callable[[dict[str, Any]], None]
+QUERY_CHARS = 2000  # a longer query only slows the encoder; the text nearest the cursor matters most
+_PROGRESS_EVERY = 0.2  # seconds between progress reports of one pass
+
+
+@dataclass
+class _Project:
+    project_id: str
+    root: Path
+    snapshot: Snapshot
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    pending: set[str] | None = field(default_factory=set)  # None: every document
+    verify: bool = True  # check the vector store against the chunk table on the next pass
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def schedule(self, documents: Iterable[str] | None) -> None:
+        if documents is None or self.pending is None:
+            self.pending = None
+        else:
+            self.pending.update(documents)
+        self.wake.set()
+
+    def take(self) -> set[str] | None:
+        taken, self.pending = self.pending, set()
+        return taken
+
+
+class Retrieval:
+    def __init__(self, store: ChunkStore, indexer: Indexer, vectors: VectorIndex, terms: Terms, *,
+                 roots: Roots, debounce: float = 0.3, watch: bool = True) -> None:
+        self._store = store
+        self._indexer = indexer
+        self._vectors = vectors
+        self._terms = terms
+        self._roots = roots
+        self._debounce = debounce
+        self._watch = watch
+        self.progress: ProgressSink | None = None
+        self._projects: dict[str, _Project] = {}
+        self._opening: dict[str, asyncio.Future[_Project]] = {}
+        self._closing = indexer.stop  # set by close(): passes stop between embedding batches
+        self._queries: OrderedDict[str, Any] = OrderedDict()
+        self._queries_lock = threading.Lock()
+        self._background: set[asyncio.Future[Any]] = set()
+
+    # -- keeping the index current
+
+    async def open_project(self, project_id: str, root: Path | None = None) -> None:
+        """Start keeping the project's index current (idempotent): publish what is indexed, then
+        check every file and start watching the folder."""
+        await self._project(project_id, root)
+
+    async def index_project(self, project_id: str, root: Path | None = None) -> SyncReport:
+        """Open the project and bring its whole index up to date now; the pass's report."""
+        project = await self._project(project_id, root)
+        project.take()
+        return await self._pass(project, None)
+
+    async def touch(self, project_id: str, document_id: str) -> None:
+        """A document was written: re-index it after the debounce."""
+        (await self._project(project_id)).schedule([document_id])
+
+    def project_opened(self, project_id: str, root: Path) -> None:
+        """Start indexing and watching in the background (for ``project:open``)."""
+        self._spawn(self.open_project(project_id, root))
+
+    def document_written(self, project_id: str, document_id: str) -> None:
+        """Re-index a written document in the background (for ``document:write``)."""
+        self._spawn(self.touch(project_id, document_id))
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        if self._closing.is_set():
+            return
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Future[Any]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            _log.warning("retrieval.background_failed", exc_type=type(task.exception()).__name__)
+
+    async def wait_idle(self, project_id: str, timeout: float = 30.0) -> None:
+        """Wait until nothing is pending or running for the project (for tests and scripts)."""
+        project = await self._project(project_id)
+        deadline = time.monotonic() + timeout
+        while project.wake.is_set() or project.lock.locked() or project.pending is None or project.pending:
+            if time.monotonic() > deadline:
+                raise TimeoutError("indexing did not settle")
+            await asyncio.sleep(0.02)
+
+    async def _project(self, project_id: str, root: Path | None = None) -> _Project:
+        project = self._projects.get(project_id)
+        if project is not None:
+            return project
+        opening = self._opening.get(project_id)
+        if opening is None:
+            opening = asyncio.ensure_future(self._open(project_id, root))
+            self._opening[project_id] = opening
+            opening.add_done_callback(lambda _: self._opening.pop(project_id, None))
+        return await asyncio.shield(opening)
+
+    async def _open(self, project_id: str, root: Path | None) -> _Project:
+        root = root or await self._roots(project_id)
+        snapshot = await asyncio.to_thread(self._load_snapshot, project_id)
+        project = _Project(project_id, root, snapshot)
+        project.tasks.append(asyncio.ensure_future(self._work(project)))
+        if self._watch:
+            project.tasks.append(asyncio.ensure_future(
+                watch_documents(root, project.schedule, debounce=self._debounce, stop=self._closing)))
+        self._projects[project_id] = project
+        project.schedule(None)
+        _log.info("retrieval.opened", project_id=project_id, chunks=len(snapshot.chunks))
+        return project
+
+    def _load_snapshot(self, project_id: str) -> Snapshot:
+        if self._store.state(project_id) != self._indexer.state:
+            return Snapshot(())  # stale layout or embedder: nothing usable until rebuilt
+        return Snapshot(self._store.load(project_id))
+
+    async def _work(self, project: _Project) -> None:
+        while not self._closing.is_set():
+            await project.wake.wait()
+            await asyncio.sleep(self._debounce)
+            only = project.take()
+            project.wake.clear()
+            try:
+                await self._pass(project, only)
+            except IndexStopped:
+                return
+            except Exception as exc:  # the store failed: keep the last snapshot, retry on the next change
+                project.verify = True
+                _log.warning("retrieval.index_failed", project_id=project.project_id,
+                             exc_type=type(exc).__name__)
+
+    async def _pass(self, project: _Project, only: set[str] | None) -> SyncReport:
+        async with project.lock:
+            verify, project.verify = project.verify, False
+            progress = self._reporter(project.project_id, only)
+            try:
+                report = await asyncio.to_thread(self._indexer.sync, project.project_id, project.root, only,
+                                                 verify=verify, progress=progress)
+            except BaseException:
+                project.verify = True
+                raise
+            if report.changed or report.removed or report.rebuilt or report.repaired or verify:
+                project.snapshot = await asyncio.to_thread(self._load_snapshot, project.project_id)
+                await asyncio.to_thread(self._vectors.delete, project.project_id, report.orphans)
+            return report
+
+    def _reporter(self, project_id: str, only: set[str] | None) -> Callable[[int, int], None]:
+        loop = asyncio.get_running_loop()
+        last = [0.0]
+
+        def report(done: int, total: int) -> None:
+            if self._closing.is_set():
+                raise IndexStopped
+            sink = self.progress
+            if sink is None or (only is not None and len(only) < 2):
+                return
+            now = time.monotonic()
+            if done != total and done != 1 and now - last[0] < _PROGRESS_EVERY:
+                return
+            last[0] = now
+            kind = "begin" if done == 1 else "end" if done == total else "report"
+            params = {"token": f"index/{project_id}", "value": {
+                "kind": kind, "title": "Indexing", "projectId": project_id, "done": done, "total": total,
+                "percentage": round(100 * done / total) if total else 100}}
+            loop.call_soon_threadsafe(sink, params)
+
+        return report
+
+    # -- searching
+
+    async def search(self, project_id: str, query: str, *, limit: int = 200, mode: Mode = "hybrid",
+                     exclude: Exclusion | None = None) -> list[Hit]:
+        """The project's chunks most relevant to ``query``, best first, scores normalized to 0..1."""
+        project = await self._project(project_id)
+        snapshot = project.snapshot
+        if not snapshot.chunks or not query.strip():
+            return []
+        try:
+            return await asyncio.to_thread(self._search, project_id, snapshot, query[:QUERY_CHARS], limit,
+                                           mode, exclude)
+        except Exception:
+            project.verify = True  # the vector store may be damaged: the next pass checks and repairs it
+            project.schedule(())
+            raise
+
+    def _search(self, project_id: str, snapshot: Snapshot, query: str, limit: int, mode: Mode,
+                exclude: Exclusion | None) -> list[Hit]:
+        dense: list[tuple[int, str]] = []
+        if mode != "lexical":
+            hits = self._vectors.query(project_id, self._embed_query(query), 2 * limit)
+            dense = snapshot.dense_positions(hits)
+        lexical = [] if mode == "dense" else [
+            p for p, _ in snapshot.lexical.search(self._terms(query), 2 * limit)]
+        return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude)
+
+    def _embed_query(self, query: str) -> Any:
+        with self._queries_lock:
+            if query in self._queries:
+                self._queries.move_to_end(query)
+                return self._queries[query]
+        vector = self._vectors.embedding([query])[0]
+        with self._queries_lock:
+            self._queries[query] = vector
+            if len(self._queries) > 256:
+                self._queries.popitem(last=False)
+        return vector
+
+    # -- lifetime
+
+    async def close(self) -> None:
+        """Stop watchers and workers; a pass in progress stops after its current document."""
+        self._closing.set()
+        tasks = [*self._background, *(t for p in self._projects.values() for t in p.tasks)]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for project in self._projects.values():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(30), project.lock:  # the pass that is writing, if any
+                    pass
+        self._projects.clear()

@@ -1,0 +1,108 @@
+"""The chunk table in SQL: what was indexed, where each chunk sits, its tokens and terms.
+
+Blocking calls, made from worker threads. A document's chunks are replaced in
+one transaction, so a reader sees the old chunks or the new, never a mix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import delete, insert
+from sqlmodel import col, select
+
+from services.store import Database
+from services.store.tables import RetrievalChunkRow, RetrievalDocumentRow, RetrievalStateRow
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRecord:
+    project_id: str
+    document_id: str
+    ordinal: int
+    start: int
+    end: int
+    content_hash: str
+    tokens: int
+    text: str
+    terms: tuple[str, ...]
+
+    @property
+    def vector_id(self) -> str:
+        """The chunk's id in the vector store: same document and content, same vector."""
+        return vector_id(self.document_id, self.content_hash)
+
+
+def vector_id(document_id: str, content_hash: str) -> str:
+    key = f"{document_id}\0{content_hash}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(key).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexState:
+    layout: int
+    embedding: str
+    tokenizer: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileStamp:
+    size: int
+    mtime_ns: int
+
+
+class ChunkStore:
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def state(self, project_id: str) -> IndexState | None:
+        with self._db.session() as session:
+            row = session.get(RetrievalStateRow, project_id)
+            return IndexState(row.layout, row.embedding, row.tokenizer) if row else None
+
+    def reset(self, project_id: str, state: IndexState) -> None:
+        """Forget everything indexed for the project and record how the next index is built."""
+        with self._db.session() as session:
+            for table in (RetrievalChunkRow, RetrievalDocumentRow):
+                session.exec(delete(table).where(col(table.project_id) == project_id))
+            session.merge(RetrievalStateRow(project_id=project_id, layout=state.layout,
+                                            embedding=state.embedding, tokenizer=state.tokenizer))
+            session.commit()
+
+    def stamps(self, project_id: str) -> dict[str, FileStamp]:
+        with self._db.session() as session:
+            rows = session.exec(select(RetrievalDocumentRow)
+                                .where(col(RetrievalDocumentRow.project_id) == project_id))
+            return {row.document_id: FileStamp(row.size, row.mtime_ns) for row in rows}
+
+    def replace(self, project_id: str, document_id: str, stamp: FileStamp | None,
+                chunks: Sequence[ChunkRecord]) -> None:
+        """Swap the document's chunks (``stamp`` None: the document is gone) in one transaction."""
+        with self._db.session() as session:
+            for table in (RetrievalChunkRow, RetrievalDocumentRow):
+                session.exec(delete(table).where(col(table.project_id) == project_id,
+                                                 col(table.document_id) == document_id))
+            if stamp is not None:
+                session.add(RetrievalDocumentRow(project_id=project_id, document_id=document_id,
+                                                 size=stamp.size, mtime_ns=stamp.mtime_ns,
+                                                 chunks=len(chunks)))
+            if chunks:
+                session.execute(insert(RetrievalChunkRow), list(_rows(chunks)))
+            session.commit()
+
+    def load(self, project_id: str) -> list[ChunkRecord]:
+        with self._db.session() as session:
+            rows = session.exec(select(RetrievalChunkRow)
+                                .where(col(RetrievalChunkRow.project_id) == project_id)
+                                .order_by(col(RetrievalChunkRow.document_id), col(RetrievalChunkRow.ordinal)))
+            return [ChunkRecord(r.project_id, r.document_id, r.ordinal, r.start, r.end, r.content_hash,
+                                r.tokens, r.text, tuple(r.terms.split())) for r in rows]
+
+
+def _rows(chunks: Iterable[ChunkRecord]) -> Iterable[dict[str, object]]:
+    for c in chunks:
+        yield {"project_id": c.project_id, "document_id": c.document_id, "ordinal": c.ordinal,
+               "start": c.start, "end": c.end, "content_hash": c.content_hash, "tokens": c.tokens,
+               "text": c.text, "terms": " ".join(c.terms)}

@@ -1,0 +1,45 @@
+"""Search terms for Chinese and English, and BM25 ranking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from services.retrieval.lexical import Bm25, Terms
+
+TERMS = Terms()
+
+
+def test_chinese_is_split_into_words_without_stopwords() -> None:
+    """jieba splits Chinese into words (search mode adds sub-words); particles and pronouns go."""
+    terms = TERMS("林远把铜钥匙藏在灯塔第三级台阶下的砖缝里。")
+    assert {"林远", "钥匙", "灯塔", "台阶"} <= set(terms)
+    assert not {"的", "把", "在", "。"} & set(terms)
+
+
+def test_english_is_lowercased_stemmed_and_stopworded() -> None:
+    """Words are lowercased, plural and verb endings stripped, stopwords dropped."""
+    assert TERMS("The Keys were hidden under the Stairs") == ["key", "hidden", "under", "stair"]
+    assert TERMS("key") == TERMS("keys")
+
+
+def test_mixed_text_keeps_latin_inside_chinese() -> None:
+    """A Latin name inside Chinese text is a term of its own."""
+    terms = TERMS("Mara在灯塔里找到了key")
+    assert {"mara", "灯塔", "key"} <= set(terms)
+
+
+def test_the_dictionary_cache_goes_where_asked(tmp_path: Path) -> None:
+    """With a cache folder, jieba's prefix-dictionary cache is written there and nowhere shared."""
+    terms = Terms(tmp_path / "cache")
+    assert terms("灯塔")
+    assert any((tmp_path / "cache").iterdir())
+
+
+def test_bm25_ranks_the_matching_chunk_first_and_skips_non_matches() -> None:
+    """The document with the rarer query terms ranks first; documents sharing no term are not returned."""
+    index = Bm25([TERMS("林远在港口修船"), TERMS("林远把铜钥匙藏在灯塔台阶下"), TERMS("天气很好")])
+    found = index.search(TERMS("钥匙藏在哪里"), 10)
+    assert found[0][0] == 1
+    assert 2 not in [position for position, _ in found]
+    assert Bm25([]).search(["x"], 5) == []
+    assert index.search(["无关词语"], 5) == []

@@ -1,0 +1,84 @@
+"""The Retrieved layer's passage provider: query, exclusion, spans, token counts, project ids."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from services.context.counting import CountCache
+from services.context.models import Layer
+from services.context.screening import MAX_RETRIEVED
+from services.context.skills import get_skill
+from services.retrieval.provider import RetrievalProvider
+from services.retrieval.search import Exclusion, Hit
+from services.sources.base import GatherContext
+from services.sources.window import cut_window
+from services.tokenizer import resolve_tokenizer
+from tests.support.scenarios import zh_chapter
+
+DOCUMENT = zh_chapter("第五章", 60)
+COUNTER = CountCache(resolve_tokenizer())
+
+
+@dataclass
+class Searcher:
+    hits: list[Hit]
+    calls: list[tuple[str, str, int, Exclusion | None]] = field(default_factory=list)
+
+    async def search(self, project_id: str, query: str, *, limit: int = 200,
+                     exclude: Exclusion | None = None) -> list[Hit]:
+        self.calls.append((project_id, query, limit, exclude))
+        return self.hits
+
+
+def _ctx(skill: str, cursor: int = 900, additional_input: str = "写他想起钥匙") -> GatherContext:
+    window = cut_window(DOCUMENT, cursor, get_skill(skill), 300, COUNTER)
+    return GatherContext("p1", "卷一/第05章.md", "zh", get_skill(skill), window, additional_input, COUNTER)
+
+
+def _hit(document: str, start: int, tokens: int = 999, project: str = "p1") -> Hit:
+    return Hit(project, document, 3, start, start + 40, "林远把铜钥匙藏在灯塔台阶下。", tokens, 0.75, 0, None)
+
+
+async def test_searches_with_the_text_before_the_cursor_and_the_instruction() -> None:
+    """The query is the window's text just before the cursor plus additionalInput; at most 200."""
+    searcher = Searcher([])
+    ctx = _ctx("continue")
+    await RetrievalProvider(searcher, COUNTER.info.encoding).gather(ctx)
+    project_id, query, limit, _ = searcher.calls[0]
+    assert (project_id, limit) == ("p1", MAX_RETRIEVED)
+    assert query.endswith("写他想起钥匙")
+    assert ctx.window.before[-50:] in query
+
+
+async def test_text_after_the_cursor_is_excluded_per_skill() -> None:
+    """continue and expand exclude the current document past the cursor; polish and rewrite do not."""
+    for skill, excluded in (("continue", True), ("expand", True), ("polish", False), ("rewrite", False)):
+        searcher = Searcher([])
+        await RetrievalProvider(searcher, COUNTER.info.encoding).gather(_ctx(skill))
+        exclude = searcher.calls[0][3]
+        assert (exclude == Exclusion("卷一/第05章.md", 900)) if excluded else exclude is None
+
+
+async def test_items_are_passages_with_scores_spans_and_index_token_counts() -> None:
+    """Hits become Retrieved passages keyed by score; only chunks of the current document carry a span
+    (so screening can drop those overlapping the window); stored token counts are used as they are."""
+    searcher = Searcher([_hit("卷一/第02章.md", 100), _hit("卷一/第05章.md", 200)])
+    items = await RetrievalProvider(searcher, COUNTER.info.encoding).gather(_ctx("continue"))
+    assert [(i.layer, i.section, i.key_name, i.key) for i in items] == [
+        (Layer.RETRIEVED, "passages", "score", 0.75)] * 2
+    assert [i.span for i in items] == [None, (200, 240)]
+    assert [i.id for i in items] == ["chunk:卷一/第02章.md#3", "chunk:卷一/第05章.md#3"]
+    assert [i.tokens for i in items] == [999, 999]
+    assert items[0].source == "document:卷一/第02章.md"
+
+
+async def test_counts_again_when_the_index_used_another_tokenizer() -> None:
+    """When the request's tokenizer is not the one the index counted with, the text is counted again."""
+    items = await RetrievalProvider(Searcher([_hit("a.md", 0)]), "o200k_base").gather(_ctx("continue"))
+    assert items[0].tokens == COUNTER.count(items[0].text)
+
+
+async def test_the_chunk_keeps_the_project_the_store_reported() -> None:
+    """A hit from another project keeps that project id, so screening fails the request loudly."""
+    items = await RetrievalProvider(Searcher([_hit("a.md", 0, project="p2")]), "x").gather(_ctx("continue"))
+    assert items[0].project_id == "p2"

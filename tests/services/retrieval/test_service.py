@@ -1,0 +1,260 @@
+"""Retrieval end to end on real stores: SQLite chunk table, a Chroma folder, the bundled encoder, BM25.
+
+Each test indexes a small bilingual project written into a temp folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.context.counting import CountCache
+from services.context.screening import check_scope
+from services.context.skills import get_skill
+from services.errors import ScopeViolation
+from services.retrieval import Standalone, build_retrieval
+from services.retrieval.provider import RetrievalProvider
+from services.retrieval.search import Exclusion
+from services.retrieval.store import ChunkStore
+from services.sources.base import GatherContext
+from services.sources.window import cut_window
+from services.tokenizer import resolve_tokenizer
+from tests.support.scenarios import zh_chapter
+
+KEY_FACT = "林远把铜钥匙藏在灯塔第三级台阶下的砖缝里，又用青苔盖住了缝隙。"
+EN_FACT = "Mara hid the brass key under the third step of the lighthouse stairs and covered it with moss."
+
+
+def write_project(root: Path) -> Path:
+    """Five Chinese chapters (the key fact planted in chapter 2) and two English ones."""
+    (root / "卷一").mkdir(parents=True)
+    (root / "part-1").mkdir()
+    for n in range(1, 6):
+        text = zh_chapter(f"第{n}章", 30, start=n * 30)
+        if n == 2:
+            text += "\n\n" + KEY_FACT + "\n"
+        (root / "卷一" / f"第{n:02d}章.md").write_text(text, encoding="utf-8")
+    english = ("The harbour was quiet that night. Boats knocked against the pier. " * 12).strip()
+    (root / "part-1" / "chapter-01.md").write_text(english + "\n\n" + EN_FACT + "\n", encoding="utf-8")
+    (root / "part-1" / "chapter-02.md").write_text(english + "\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+async def standalone(tmp_path: Path) -> AsyncIterator[Standalone]:
+    opened = build_retrieval(tmp_path / "data")
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def test_a_fact_planted_early_is_found_when_writing_a_later_chapter(standalone: Standalone,
+                                                                          tmp_path: Path) -> None:
+    """Writing chapter 5 ("he remembered the key"), the chapter-2 passage with the key ranks first,
+    in Chinese and in English, and scores are normalized to 0..1."""
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    report = await retrieval.index_project("p1", root)
+    assert report.documents == 7
+    assert report.changed == 7
+    assert report.embedded > 7
+
+    zh = await retrieval.search("p1", "夜里他又想起了那把钥匙，它到底藏在哪里？",
+                                exclude=Exclusion("卷一/第05章.md", 300))
+    assert zh[0].document_id == "卷一/第02章.md"
+    assert KEY_FACT in zh[0].text
+    en = await retrieval.search("p1", "Where did she put the key she found?")
+    assert en[0].document_id == "part-1/chapter-01.md"
+    assert EN_FACT in en[0].text
+    assert all(0 < h.score <= 1 for h in zh + en)
+    assert zh[0].score == max(h.score for h in zh)
+
+
+async def test_an_edit_re_embeds_only_the_changed_chunks_and_a_deleted_file_leaves(
+        standalone: Standalone, tmp_path: Path) -> None:
+    """Appending a paragraph to one chapter embeds at most a few chunks; deleting a file removes its
+    chunks from the table, the vector store and the results."""
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    await retrieval.index_project("p1", root)
+    chapter = root / "卷一" / "第03章.md"
+    chapter.write_text(chapter.read_text(encoding="utf-8") + "\n\n苏晴在钟楼顶上发现了一只银色怀表。\n",
+                       encoding="utf-8")
+    report = await retrieval.index_project("p1", root)
+    assert (report.changed, report.embedded) == (1, 1)
+    assert (await retrieval.search("p1", "银色怀表在哪里"))[0].document_id == "卷一/第03章.md"
+
+    (root / "卷一" / "第02章.md").unlink()
+    report = await retrieval.index_project("p1", root)
+    assert report.removed == 1
+    hits = await retrieval.search("p1", "钥匙藏在灯塔台阶下")
+    assert all(h.document_id != "卷一/第02章.md" for h in hits)
+    chunks = ChunkStore(standalone.database).load("p1")
+    assert {c.document_id for c in chunks} == {
+        "卷一/第01章.md", "卷一/第03章.md", "卷一/第04章.md", "卷一/第05章.md", "part-1/chapter-01.md",
+        "part-1/chapter-02.md"}
+    assert retrieval._vectors.ids("p1") == {c.vector_id for c in chunks}
+
+
+async def test_two_projects_never_see_each_other(standalone: Standalone, tmp_path: Path) -> None:
+    """A fact written only in project B is never returned by project A's search, in any mode."""
+    a = write_project(tmp_path / "a")
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "secret.md").write_text("只有乙项目知道：宝藏埋在北港旧码头第七根木桩下。\n", encoding="utf-8")
+    retrieval = standalone.retrieval
+    await retrieval.index_project("pa", a)
+    await retrieval.index_project("pb", b)
+    for mode in ("hybrid", "dense", "lexical"):
+        hits = await retrieval.search("pa", "宝藏埋在北港旧码头第七根木桩下", mode=mode)
+        assert all(h.project_id == "pa" and h.document_id != "secret.md" for h in hits)
+    assert (await retrieval.search("pb", "宝藏埋在哪里"))[0].document_id == "secret.md"
+
+
+async def test_a_missing_or_corrupted_vector_store_is_rebuilt_from_the_chunk_table(tmp_path: Path) -> None:
+    """Deleting the Chroma folder, or replacing its database with garbage, loses nothing: on reopen the
+    store starts over and the vectors are embedded again from the stored chunks."""
+    root = write_project(tmp_path / "novel")
+    data = tmp_path / "data"
+    opened = build_retrieval(data)
+    await opened.retrieval.index_project("p1", root)
+    chunks = len(ChunkStore(opened.database).load("p1"))
+    await opened.close()
+
+    for damage in ("delete", "garbage"):
+        if damage == "delete":
+            shutil.rmtree(data / "chroma")
+        else:
+            (data / "chroma" / "chroma.sqlite3").write_bytes(b"\x00not a database" * 1000)
+        opened = build_retrieval(data)
+        try:
+            report = await opened.retrieval.index_project("p1", root)
+            assert report.repaired == chunks
+            hits = await opened.retrieval.search("p1", "他想起了那把钥匙藏在哪里", mode="dense")
+            assert KEY_FACT in hits[0].text
+        finally:
+            await opened.close()
+    assert any(p.name.startswith("chroma.damaged-") for p in data.iterdir())
+
+
+async def test_an_older_layout_or_another_embedding_rebuilds_everything(tmp_path: Path) -> None:
+    """When the stored index was built with another layout or embedder (a previous version of the
+    app), the next start drops it and indexes every document again."""
+    root = write_project(tmp_path / "novel")
+    data = tmp_path / "data"
+    opened = build_retrieval(data)
+    await opened.retrieval.index_project("p1", root)
+    await opened.close()
+    for change in ("layout", "embedding"):
+        opened = build_retrieval(data)
+        try:
+            store = ChunkStore(opened.database)
+            state = store.state("p1")
+            assert state is not None
+            older = replace(state, layout=0) if change == "layout" else replace(state, embedding="other")
+            store.reset("p1", older)
+            report = await opened.retrieval.index_project("p1", root)
+            assert report.rebuilt
+            assert report.changed == 7
+            assert store.state("p1") == state
+            assert KEY_FACT in (await opened.retrieval.search("p1", "钥匙藏在灯塔台阶下"))[0].text
+        finally:
+            await opened.close()
+
+
+async def test_an_edit_outside_the_app_is_picked_up_by_the_watcher(tmp_path: Path) -> None:
+    """With watching on, a file saved by another program is re-indexed without any call."""
+    root = write_project(tmp_path / "novel")
+    opened = build_retrieval(tmp_path / "data", watch=True)
+    retrieval = opened.retrieval
+    try:
+        await retrieval.index_project("p1", root)
+        await asyncio.sleep(0.3)  # the watcher is running
+        (root / "卷一" / "第06章.md").write_text("第六章\n\n沈舟在雾笛旁找到了失踪船长的航海日志。\n",
+                                               encoding="utf-8")
+        for _ in range(200):
+            hits = await retrieval.search("p1", "失踪船长的航海日志", mode="lexical")
+            if hits and hits[0].document_id == "卷一/第06章.md":
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the new chapter was never indexed")
+    finally:
+        await opened.close()
+
+
+class _GatedEmbedding:
+    """Wraps the real embedding; blocks batches while ``gate`` is clear (to hold a pass midway)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+
+    def __call__(self, texts: list[str]) -> Any:
+        if len(texts) > 1 or not self.gate.is_set():
+            self.entered.set()
+            self.gate.wait(30)
+        return self.inner(texts)
+
+
+async def test_a_search_during_indexing_answers_from_the_last_consistent_state(tmp_path: Path) -> None:
+    """While a pass is stuck embedding a changed chapter, searches answer at once from the previous
+    snapshot (the old text), and see the new text only after the pass completes."""
+    root = write_project(tmp_path / "novel")
+    opened = build_retrieval(tmp_path / "data")
+    retrieval = opened.retrieval
+    try:
+        await retrieval.index_project("p1", root)
+        gated = _GatedEmbedding(retrieval._vectors.embedding)
+        retrieval._vectors.embedding = gated
+        gated.gate.clear()
+        (root / "卷一" / "第04章.md").write_text("第四章\n\n" + "许宁在盐沼边埋下了一封褪色的信。" * 3 + "\n"
+                                               + "她回头看了看灯塔，又继续往前走。" * 3 + "\n",
+                                               encoding="utf-8")
+        indexing = asyncio.ensure_future(retrieval.index_project("p1", root))
+        assert await asyncio.to_thread(gated.entered.wait, 30)
+        during = await asyncio.wait_for(retrieval.search("p1", "褪色的信埋在哪里", mode="lexical"), 5)
+        assert all(h.document_id != "卷一/第04章.md" or "褪色的信" not in h.text for h in during)
+        gated.gate.set()
+        await indexing
+        after = await retrieval.search("p1", "褪色的信埋在哪里", mode="lexical")
+        assert after[0].document_id == "卷一/第04章.md"
+        assert "褪色的信" in after[0].text
+    finally:
+        await opened.close()
+
+
+async def test_a_vector_from_another_project_fails_the_scope_check(standalone: Standalone,
+                                                                   tmp_path: Path) -> None:
+    """If the vector store ever hands back a chunk labelled with another project, the provider's item
+    carries that project and screening refuses the whole request with CONTEXT_SCOPE_VIOLATION."""
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    await retrieval.index_project("p1", root)
+    chunk = next(c for c in ChunkStore(standalone.database).load("p1") if KEY_FACT in c.text)
+    vector = retrieval._vectors.embedding([chunk.text])[0]
+    collection = retrieval._vectors._collection("p1")
+    collection.upsert(ids=[chunk.vector_id], embeddings=[vector],
+                      metadatas=[{"project_id": "intruder", "document_id": chunk.document_id}])
+    hits = await retrieval.search("p1", "钥匙藏在灯塔第三级台阶下的砖缝里")
+    foreign = [h for h in hits if h.project_id != "p1"]
+    assert [h.project_id for h in foreign] == ["intruder"]
+    with pytest.raises(ScopeViolation):
+        check_scope([RetrievalProvider._item(foreign[0], _gather_context(), True)], "p1")
+
+
+def _gather_context() -> GatherContext:
+    counter = CountCache(resolve_tokenizer())
+    skill = get_skill("continue")
+    window = cut_window("第五章", 3, skill, 100, counter)
+    return GatherContext("p1", "卷一/第05章.md", "zh", skill, window, "", counter)
