@@ -17,6 +17,7 @@ from ipc.channels.context import register_context
 from ipc.channels.knowledge import register_knowledge
 from ipc.channels.memory import register_memory
 from ipc.channels.projects import register_projects
+from ipc.channels.retrieval import register_retrieval
 from ipc.channels.system import Limits, TokenizerDescription, register_system
 from ipc.dispatch import Dispatcher
 from ipc.registry import Registry
@@ -131,6 +132,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     register_projects(registry, projects=projects, documents=documents)
     register_knowledge(registry, constraints=constraints, kg=kg)
     register_memory(registry, semantic=semantic, episodic=episodic)
+    register_retrieval(registry, retrieval)
     profiles = BudgetProfiles(database)
     constraint_list = shared(constraints.list)
     context = ContextService(Collaborators(

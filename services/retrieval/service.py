@@ -58,6 +58,14 @@ class _Project:
         return taken
 
 
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    project_id: str
+    indexing: bool  # a pass is running or changes are waiting for one
+    documents: int  # in the published snapshot
+    chunks: int
+
+
 class Retrieval:
     def __init__(self, store: ChunkStore, indexer: Indexer, vectors: VectorIndex, terms: Terms, *,
                  roots: Roots, debounce: float = 0.3, watch: bool = True) -> None:
@@ -113,11 +121,17 @@ class Retrieval:
         if not task.cancelled() and task.exception() is not None:
             _log.warning("retrieval.background_failed", exc_type=type(task.exception()).__name__)
 
+    async def status(self, project_id: str) -> IndexStatus:
+        """Whether the project's index is settled, and what its published snapshot holds."""
+        project = await self._project(project_id)
+        snapshot = project.snapshot
+        return IndexStatus(project_id, _busy(project), snapshot.documents, len(snapshot.chunks))
+
     async def wait_idle(self, project_id: str, timeout: float = 30.0) -> None:
         """Wait until nothing is pending or running for the project (for tests and scripts)."""
         project = await self._project(project_id)
         deadline = time.monotonic() + timeout
-        while project.wake.is_set() or project.lock.locked() or project.pending is None or project.pending:
+        while _busy(project):
             if time.monotonic() > deadline:
                 raise TimeoutError("indexing did not settle")
             await asyncio.sleep(0.02)
@@ -256,3 +270,7 @@ class Retrieval:
                 async with asyncio.timeout(30), project.lock:  # the pass that is writing, if any
                     pass
         self._projects.clear()
+
+
+def _busy(project: _Project) -> bool:
+    return project.wake.is_set() or project.lock.locked() or project.pending is None or bool(project.pending)

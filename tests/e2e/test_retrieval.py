@@ -73,7 +73,8 @@ async def rpc(proc: ServerProcess) -> AsyncIterator[RpcClient]:
 
 async def test_writing_chapter_5_retrieves_the_key_hidden_in_chapter_2(rpc: RpcClient,
                                                                        tmp_path: Path) -> None:
-    """At the end of chapter 5, asking about the key puts the chapter-2 passage in the Retrieved layer."""
+    """At the end of chapter 5, asking about the key puts the chapter-2 passage in the Retrieved layer;
+    index:status then reports the settled index."""
     project = await seeded(rpc, tmp_path / "novel")
 
     async def found() -> bool:
@@ -81,6 +82,15 @@ async def test_writing_chapter_5_retrieves_the_key_hidden_in_chapter_2(rpc: RpcC
         return KEY_FACT in result["prompt"] and result["layers"]["retrieved"]["chunks"] >= 1
 
     await eventually(found, "the planted fact in the prompt")
+
+    async def settled() -> bool:
+        status = await rpc.call("index:status", {"projectId": project.project_id})
+        return not status["indexing"]
+
+    await eventually(settled, "indexing to settle")
+    status = await rpc.call("index:status", {"projectId": project.project_id})
+    assert (status["projectId"], status["documents"]) == (project.project_id, 5)
+    assert status["chunks"] >= 5
     result = await prompt_at_end_of_chapter_5(project)
     assert "[相关前文]" in result["prompt"]
     assert not [w for w in result["warnings"] if w.startswith("RETRIEVAL_UNAVAILABLE")]

@@ -1,0 +1,31 @@
+"""index:* methods: the state of a project's retrieval index."""
+
+from __future__ import annotations
+
+from ipc.channels.projects import ProjectScoped
+from ipc.context import CallContext
+from ipc.errors import ProjectNotFound, ProjectPathInvalid
+from ipc.models import WireModel
+from ipc.registry import Registry
+from services.retrieval.service import Retrieval
+
+
+class IndexStatus(WireModel):
+    project_id: str
+    indexing: bool
+    documents: int
+    chunks: int
+
+
+def register_retrieval(registry: Registry, retrieval: Retrieval) -> None:
+    """Add index:status to ``registry``."""
+
+    @registry.method("index:status", params=ProjectScoped, result=IndexStatus,
+                     summary="Whether the project's retrieval index is settled (indexing: false) and "
+                             "how many documents and chunks searches see; starts indexing the "
+                             "project if it was not yet.",
+                     errors=(ProjectNotFound, ProjectPathInvalid))
+    async def index_status(params: ProjectScoped, ctx: CallContext) -> IndexStatus:
+        status = await retrieval.status(params.project_id)
+        return IndexStatus(project_id=status.project_id, indexing=status.indexing,
+                           documents=status.documents, chunks=status.chunks)
