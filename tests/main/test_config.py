@@ -37,6 +37,8 @@ def test_defaults(clean_env: Path) -> None:
         "debug": False,
         "database_url": None,
         "chroma_url": None,
+        "embedding": "use-multilingual",
+        "index_debounce": 0.3,
         "log_level": "info",
         "allowed_origins": (),
         "allow_file_origins": False,
@@ -193,6 +195,21 @@ def test_tokens_must_differ(tmp_path: Path) -> None:
     """The inspector token cannot equal the client token, or every client would be an inspector."""
     with pytest.raises(ValidationError, match="must differ"):
         Config(data_dir=tmp_path, token="same-token-0123456789", inspector_token="same-token-0123456789")
+
+
+@pytest.mark.parametrize("spec", ["", "bert", "openai:", "openai:http://h", "sentence-transformers:",
+                                  "openai:ftp://h#m"])
+def test_unknown_embeddings_are_refused(tmp_path: Path, spec: str) -> None:
+    """--embedding accepts only the documented forms, and the message lists them."""
+    with pytest.raises(ValidationError, match="use-multilingual"):
+        Config(data_dir=tmp_path, embedding=spec)
+
+
+@pytest.mark.parametrize("spec", ["use-multilingual", "chroma-default", "sentence-transformers:m",
+                                  "openai:http://127.0.0.1:8080/v1#text-embedding-3-small"])
+def test_known_embeddings_are_accepted(tmp_path: Path, spec: str) -> None:
+    """Each documented embedding form is accepted as given."""
+    assert Config(data_dir=tmp_path, embedding=spec).embedding == spec
 
 
 @pytest.mark.parametrize("url", ["chroma.host:8000", "ftp://h:1", "localhost"])

@@ -23,10 +23,12 @@ COUNTER = CountCache(resolve_tokenizer())
 class Searcher:
     hits: list[Hit]
     calls: list[tuple[str, str, int, Exclusion | None]] = field(default_factory=list)
+    dense: list[str | None] = field(default_factory=list)
 
     async def search(self, project_id: str, query: str, *, limit: int = 200,
-                     exclude: Exclusion | None = None) -> list[Hit]:
+                     exclude: Exclusion | None = None, dense_query: str | None = None) -> list[Hit]:
         self.calls.append((project_id, query, limit, exclude))
+        self.dense.append(dense_query)
         return self.hits
 
 
@@ -40,7 +42,8 @@ def _hit(document: str, start: int, tokens: int = 999, project: str = "p1") -> H
 
 
 async def test_searches_with_the_text_before_the_cursor_and_the_instruction() -> None:
-    """The query is the window's text just before the cursor plus additionalInput; at most 200."""
+    """The query is the window's text just before the cursor plus additionalInput; at most 200. The
+    encoder's query is the last 300 characters before the cursor and the instruction's first 300."""
     searcher = Searcher([])
     ctx = _ctx("continue")
     await RetrievalProvider(searcher, COUNTER.info.encoding).gather(ctx)
@@ -48,6 +51,7 @@ async def test_searches_with_the_text_before_the_cursor_and_the_instruction() ->
     assert (project_id, limit) == ("p1", MAX_RETRIEVED)
     assert query.endswith("写他想起钥匙")
     assert ctx.window.before[-50:] in query
+    assert searcher.dense == [ctx.window.before[-300:] + "\n写他想起钥匙"]
 
 
 async def test_text_after_the_cursor_is_excluded_per_skill() -> None:
