@@ -21,6 +21,7 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
                      embedding: str = DEFAULT_EMBEDDING, cache_dir: Path | None = None, roots: Roots,
                      debounce: float = 0.3, watch: bool = True) -> Retrieval:
     """The retrieval service over an open database and Chroma client."""
+    from services.context.counting import CountCache
     from services.retrieval.embeddings import make_embedding
     from services.retrieval.indexer import Indexer
     from services.retrieval.lexical import Terms
@@ -32,7 +33,9 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     vectors = VectorIndex(client, make_embedding(embedding))
     terms = Terms(cache_dir)
     info = tokenizer.info
-    indexer = Indexer(store, vectors, terms, tokenizer.count, embedding=embedding,
+    # Sentences and chunks repeat from one pass to the next: an edit counts only what it changed.
+    counter = CountCache(tokenizer, max_entries=200_000)
+    indexer = Indexer(store, vectors, terms, counter.count, embedding=embedding,
                       tokenizer=f"{info.encoding}:{'exact' if info.exact else 'estimate'}")
     return Retrieval(store, indexer, vectors, terms, roots=roots, debounce=debounce, watch=watch)
 

@@ -57,6 +57,7 @@ class SyncReport:
     repaired: int = 0  # vectors that were missing and were embedded again
     seconds: float = 0.0
     orphans: list[str] = field(default_factory=list)  # vector ids to delete once the new snapshot is out
+    updates: dict[str, list[ChunkRecord]] = field(default_factory=dict)  # new chunks per document touched
 
 
 class Indexer:
@@ -113,6 +114,7 @@ class Indexer:
             if stamp is not None or old:
                 self._store.replace(project_id, document_id, None, [])
                 report.orphans.extend({c.vector_id for c in old})
+                report.updates[document_id] = []
                 report.removed += 1
             return
         now, text = found
@@ -123,6 +125,7 @@ class Indexer:
         fresh = {c.vector_id: c for c in chunks if c.vector_id not in have}
         self._embed(project_id, fresh.values())
         self._store.replace(project_id, document_id, now, chunks)
+        report.updates[document_id] = chunks
         report.orphans.extend(have - {c.vector_id for c in chunks})
         report.changed += 1
         report.chunks += len(chunks)

@@ -7,7 +7,7 @@ so indexing that runs meanwhile never shows it half-done state.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -53,6 +53,12 @@ class Snapshot:
             self.by_vector.setdefault(chunk.vector_id, []).append(position)
         self.lexical = Bm25([chunk.terms for chunk in self.chunks])
         self.documents = len({chunk.document_id for chunk in self.chunks})
+
+    def updated(self, documents: Mapping[str, Sequence[ChunkRecord]]) -> Snapshot:
+        """A new snapshot with these documents' chunks replaced (an empty list: the document is gone)."""
+        kept = [c for c in self.chunks if c.document_id not in documents]
+        return Snapshot(sorted([*kept, *(c for chunks in documents.values() for c in chunks)],
+                               key=lambda c: (c.document_id, c.ordinal)))
 
     def dense_positions(self, hits: Sequence[VectorHit]) -> list[tuple[int, str]]:
         """Snapshot positions in vector-rank order, with the project id the vector store gave."""

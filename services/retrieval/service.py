@@ -191,8 +191,10 @@ class Retrieval:
             except BaseException:
                 project.verify = True
                 raise
-            if report.changed or report.removed or report.rebuilt or report.repaired or verify:
+            if report.rebuilt or report.repaired or verify:
                 project.snapshot = await asyncio.to_thread(self._load_snapshot, project.project_id)
+            elif report.updates:
+                project.snapshot = await asyncio.to_thread(project.snapshot.updated, report.updates)
                 await asyncio.to_thread(self._vectors.delete, project.project_id, report.orphans)
             return report
 

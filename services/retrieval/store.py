@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import delete, insert
 from sqlmodel import col, select
@@ -28,11 +28,11 @@ class ChunkRecord:
     tokens: int
     text: str
     terms: tuple[str, ...]
+    # The chunk's id in the vector store: same document and content, same vector.
+    vector_id: str = field(init=False, compare=False)
 
-    @property
-    def vector_id(self) -> str:
-        """The chunk's id in the vector store: same document and content, same vector."""
-        return vector_id(self.document_id, self.content_hash)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "vector_id", vector_id(self.document_id, self.content_hash))
 
 
 def vector_id(document_id: str, content_hash: str) -> str:
