@@ -117,3 +117,28 @@ def chunk_text(text: str, count: Callable[[str], int], *, target: int = TARGET_T
         body = text[start:end].rstrip()
         chunks.append(Chunk(len(chunks), start, start + len(body), body, content_hash(body), count(body)))
     return chunks
+
+
+MIN_PASSAGE_CHARS = 12  # a shorter sentence ("他点头。") joins the next one
+MAX_PASSAGES = 24
+
+
+def passages(text: str) -> list[str]:
+    """The sentences of a chunk, each embedded on its own: a query matches the one sentence that
+    answers it better than the whole chunk around it. Short sentences join the next."""
+    found: list[str] = []
+    pending = ""
+    for line in _PARAGRAPH.finditer(text):
+        for start, end in _sentences(text, line.start(), line.end()):
+            pending += text[start:end]
+            if len(pending.strip()) >= MIN_PASSAGE_CHARS:
+                found.append(pending.strip())
+                pending = ""
+    if pending.strip():
+        if found:
+            found[-1] += pending.rstrip()
+        else:
+            found.append(pending.strip())
+    if len(found) > MAX_PASSAGES:
+        found[MAX_PASSAGES - 1:] = ["".join(found[MAX_PASSAGES - 1:])]
+    return found

@@ -35,11 +35,11 @@ from services.retrieval.vectors import VectorIndex
 
 _log = structlog.get_logger("retrieval.indexer")
 
-LAYOUT = 1  # bump when chunking or the meaning of stored chunks changes: every index rebuilds
+LAYOUT = 2  # bump when chunking or the meaning of stored chunks changes: every index rebuilds
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 Progress = Callable[[int, int], None]
-_EMBED_BATCH = 32  # chunks embedded between checks of ``stop``
+_EMBED_BATCH = 64  # sentences embedded between checks of ``stop``
 
 
 class IndexStopped(Exception):
@@ -113,7 +113,7 @@ class Indexer:
         if found is None:
             if stamp is not None or old:
                 self._store.replace(project_id, document_id, None, [])
-                report.orphans.extend({c.vector_id for c in old})
+                report.orphans.extend(_passage_ids({c.vector_id: c for c in old}.values()))
                 report.updates[document_id] = []
                 report.removed += 1
             return
@@ -126,7 +126,9 @@ class Indexer:
         self._embed(project_id, fresh.values())
         self._store.replace(project_id, document_id, now, chunks)
         report.updates[document_id] = chunks
-        report.orphans.extend(have - {c.vector_id for c in chunks})
+        kept = {c.vector_id for c in chunks}
+        report.orphans.extend(_passage_ids(c for c in {c.vector_id: c for c in old}.values()
+                                           if c.vector_id not in kept))
         report.changed += 1
         report.chunks += len(chunks)
         report.embedded += len(fresh)
@@ -139,22 +141,23 @@ class Indexer:
                 for c in chunk_text(text, self._count, target=TARGET_TOKENS, overlap=OVERLAP_TOKENS)]
 
     def _embed(self, project_id: str, chunks: Iterable[ChunkRecord]) -> None:
-        pending = list(chunks)
+        """Embed every sentence of ``chunks`` (see :func:`chunking.passages`) into the vector store."""
+        pending = [(pid, text, c) for c in chunks for pid, text in c.passages()]
         for start in range(0, len(pending), _EMBED_BATCH):
             if self.stop.is_set():
                 raise IndexStopped
             batch = pending[start:start + _EMBED_BATCH]
-            vectors = self._vectors.embedding([c.text for c in batch])
-            self._vectors.add(project_id, [(c.vector_id, c.document_id, v)
-                                           for c, v in zip(batch, vectors, strict=True)])
+            vectors = self._vectors.embedding([text for _, text, _ in batch])
+            self._vectors.add(project_id, [(pid, c.document_id, c.vector_id, v)
+                                           for (pid, _, c), v in zip(batch, vectors, strict=True)])
 
     def _repair(self, project_id: str, current: Sequence[ChunkRecord]) -> int:
         """Make the vector store hold exactly the vectors of ``current`` (it may have lost some)."""
         stored = self._vectors.ids(project_id)
-        wanted = {c.vector_id: c for c in current}
-        missing = [c for vid, c in wanted.items() if vid not in stored]
+        chunks = {c.vector_id: c for c in current}.values()
+        missing = [c for c in chunks if any(pid not in stored for pid, _ in c.passages())]
         self._embed(project_id, missing)
-        self._vectors.delete(project_id, stored - wanted.keys())
+        self._vectors.delete(project_id, stored - set(_passage_ids(chunks)))
         return len(missing)
 
     def _read(self, root: Path, document_id: str,
@@ -193,3 +196,7 @@ def _by_document(chunks: Iterable[ChunkRecord]) -> dict[str, list[ChunkRecord]]:
     for chunk in chunks:
         grouped.setdefault(chunk.document_id, []).append(chunk)
     return grouped
+
+
+def _passage_ids(chunks: Iterable[ChunkRecord]) -> list[str]:
+    return [pid for c in chunks for pid, _ in c.passages()]

@@ -244,12 +244,12 @@ class Retrieval:
 
     def _search(self, project_id: str, snapshot: Snapshot, query: str, dense_query: str, limit: int,
                 mode: Mode, exclude: Exclusion | None) -> list[Hit]:
-        dense: list[tuple[int, str]] = []
+        dense: list[tuple[int, str, float]] = []
         if mode != "lexical" and dense_query.strip():
-            hits = self._vectors.query(project_id, self._embed_query(dense_query), 2 * limit)
+            # Several sentences of one chunk may match: ask for more sentences than chunks wanted.
+            hits = self._vectors.query(project_id, self._embed_query(dense_query), 4 * limit)
             dense = snapshot.dense_positions(hits)
-        lexical = [] if mode == "dense" else [
-            p for p, _ in snapshot.lexical.search(self._terms(query), 2 * limit)]
+        lexical = [] if mode == "dense" else snapshot.lexical.search(self._terms(query), 2 * limit)
         return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude)
 
     def _embed_query(self, query: str) -> Any:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import delete, insert
 from sqlmodel import col, select
 
+from services.retrieval.chunking import passages
 from services.store import Database
 from services.store.tables import RetrievalChunkRow, RetrievalDocumentRow, RetrievalStateRow
 
@@ -33,6 +34,10 @@ class ChunkRecord:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "vector_id", vector_id(self.document_id, self.content_hash))
+
+    def passages(self) -> list[tuple[str, str]]:
+        """``(vector id, text)`` of each sentence the vector store holds for this chunk."""
+        return [(f"{self.vector_id}-{n}", text) for n, text in enumerate(passages(self.text))]
 
 
 def vector_id(document_id: str, content_hash: str) -> str:

@@ -63,7 +63,7 @@ def close_vector_store(client: Any) -> None:
 
 @dataclass(frozen=True, slots=True)
 class VectorHit:
-    vector_id: str
+    chunk_id: str  # the vector id of the chunk the matching sentence belongs to
     similarity: float
     project_id: str
     document_id: str
@@ -97,12 +97,12 @@ class VectorIndex:
     def ids(self, project_id: str) -> set[str]:
         return set(self._collection(project_id).get(include=[])["ids"])
 
-    def add(self, project_id: str, vectors: Sequence[tuple[str, str, Any]]) -> None:
-        """Store ``(vector id, document id, embedding)`` triples."""
+    def add(self, project_id: str, vectors: Sequence[tuple[str, str, str, Any]]) -> None:
+        """Store ``(vector id, document id, chunk id, embedding)``: one vector per chunk sentence."""
         if vectors:
             self._collection(project_id).upsert(
-                ids=[v[0] for v in vectors], embeddings=[v[2] for v in vectors],
-                metadatas=[{"project_id": project_id, "document_id": v[1]} for v in vectors])
+                ids=[v[0] for v in vectors], embeddings=[v[3] for v in vectors],
+                metadatas=[{"project_id": project_id, "document_id": v[1], "chunk": v[2]} for v in vectors])
 
     def delete(self, project_id: str, ids: Iterable[str]) -> None:
         batch = list(ids)
@@ -124,6 +124,6 @@ class VectorIndex:
         hits = []
         for vid, distance, meta in zip(found["ids"][0], found["distances"][0], found["metadatas"][0],
                                        strict=True):
-            hits.append(VectorHit(vid, 1.0 - float(distance), str(meta.get("project_id", "")),
-                                  str(meta.get("document_id", ""))))
+            hits.append(VectorHit(str(meta.get("chunk", vid)), 1.0 - float(distance),
+                                  str(meta.get("project_id", "")), str(meta.get("document_id", ""))))
         return hits

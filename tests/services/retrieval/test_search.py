@@ -1,8 +1,8 @@
-"""Reciprocal-rank fusion: normalized scores, modes, exclusion of text after the cursor."""
+"""Hybrid fusion: normalized scores, modes, exclusion of text after the cursor, project labels."""
 
 from __future__ import annotations
 
-from services.retrieval.search import RRF_K, Exclusion, Snapshot, fuse
+from services.retrieval.search import DENSE_FLOOR_RANK, DENSE_WEIGHT, Exclusion, Snapshot, fuse
 from services.retrieval.store import ChunkRecord
 
 
@@ -16,41 +16,62 @@ SNAPSHOT = Snapshot([_chunk("a.md", 0, 0, 100), _chunk("a.md", 1, 90, 200), _chu
 
 def test_a_chunk_first_in_both_rankings_scores_one() -> None:
     """Scores are normalized so that first place in every ranking used is 1.0; the order is by score."""
-    hits = fuse(SNAPSHOT, [(2, "p1"), (0, "p1")], [2, 1], mode="hybrid", limit=10, exclude=None)
-    assert [h.ordinal for h in hits][:1] == [0]
-    assert hits[0].document_id == "b.md"
+    hits = fuse(SNAPSHOT, [(2, "p1", 0.9), (0, "p1", 0.5)], [(2, 8.0), (1, 4.0)], mode="hybrid", limit=10,
+                exclude=None)
+    assert (hits[0].document_id, hits[0].ordinal) == ("b.md", 0)
     assert hits[0].score == 1.0
-    assert all(0 < h.score <= 1 for h in hits)
+    assert all(0 <= h.score <= 1 for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    assert hits[0].dense_rank == 0
-    assert hits[0].lexical_rank == 0
+    assert (hits[0].dense_rank, hits[0].lexical_rank) == (0, 0)
+
+
+def test_bm25_leads_and_dense_adds_a_weighted_share() -> None:
+    """Hybrid score = BM25 / best BM25 + DENSE_WEIGHT x rescaled similarity, over 1 + DENSE_WEIGHT."""
+    hits = fuse(SNAPSHOT, [(1, "p1", 0.9), (0, "p1", 0.1)], [(0, 10.0), (1, 5.0)], mode="hybrid", limit=10,
+                exclude=None)
+    scores = {h.ordinal: h.score for h in hits if h.document_id == "a.md"}
+    assert scores[0] == round(1.0 / (1 + DENSE_WEIGHT), 6)
+    assert scores[1] == round((0.5 + DENSE_WEIGHT) / (1 + DENSE_WEIGHT), 6)
 
 
 def test_single_modes_use_only_their_ranking() -> None:
-    """dense ignores the lexical list and lexical the dense one; each normalizes to its own best."""
-    dense = fuse(SNAPSHOT, [(1, "p1")], [2], mode="dense", limit=10, exclude=None)
-    lexical = fuse(SNAPSHOT, [(1, "p1")], [2], mode="lexical", limit=10, exclude=None)
+    """dense ignores BM25 and lexical ignores the vectors; each normalizes to its own best."""
+    dense = fuse(SNAPSHOT, [(1, "p1", 0.8)], [(2, 3.0)], mode="dense", limit=10, exclude=None)
+    lexical = fuse(SNAPSHOT, [(1, "p1", 0.8)], [(2, 3.0)], mode="lexical", limit=10, exclude=None)
     assert [(h.document_id, h.ordinal, h.score) for h in dense] == [("a.md", 1, 1.0)]
     assert [(h.document_id, h.ordinal, h.score) for h in lexical] == [("b.md", 0, 1.0)]
 
 
-def test_excluded_chunks_do_not_take_a_rank() -> None:
-    """Chunks reaching past the cursor in the current document are dropped before ranking."""
-    hits = fuse(SNAPSHOT, [(1, "p1"), (0, "p1"), (2, "p1")], [], mode="dense", limit=10,
+def test_dense_similarities_are_rescaled_between_the_top_and_the_floor_rank() -> None:
+    """The best sentence's chunk scores 1, the chunk at DENSE_FLOOR_RANK and below 0; a chunk's best
+    sentence counts, its later ones are ignored."""
+    chunks = [_chunk("c.md", n, n * 10, n * 10 + 10) for n in range(DENSE_FLOOR_RANK + 5)]
+    dense = [(n, "p1", 0.9 - n * 0.01) for n in range(len(chunks))] + [(0, "p1", 0.1)]
+    hits = fuse(Snapshot(chunks), dense, [], mode="dense", limit=100, exclude=None)
+    by = {h.ordinal: h.score for h in hits}
+    assert by[0] == 1.0
+    assert by[DENSE_FLOOR_RANK] == 0.0
+    assert by[DENSE_FLOOR_RANK + 3] == 0.0
+    assert [h.ordinal for h in hits] == list(range(len(chunks)))
+
+
+def test_excluded_chunks_are_left_out_before_normalizing() -> None:
+    """Chunks reaching past the cursor in the current document never count, not even as the best."""
+    hits = fuse(SNAPSHOT, [], [(1, 9.0), (0, 3.0), (2, 1.0)], mode="lexical", limit=10,
                 exclude=Exclusion("a.md", 150))
-    assert [(h.document_id, h.ordinal) for h in hits] == [("a.md", 0), ("b.md", 0)]
-    assert hits[0].score == 1.0
-    assert hits[1].score == round((1 / (RRF_K + 2)) / (1 / (RRF_K + 1)), 6)
+    assert [(h.document_id, h.ordinal, h.score) for h in hits] == [("a.md", 0, 1.0), ("b.md", 0, 0.333333)]
 
 
 def test_the_vector_store_project_is_carried_for_the_scope_check() -> None:
-    """A hit keeps the project id the vector store reported, so a foreign vector fails the scope check."""
-    hits = fuse(SNAPSHOT, [(0, "other")], [0], mode="hybrid", limit=10, exclude=None)
+    """A chunk any of whose vectors is labelled with another project keeps that label."""
+    hits = fuse(SNAPSHOT, [(0, "p1", 0.9), (0, "other", 0.5)], [(0, 1.0)], mode="hybrid", limit=10,
+                exclude=None)
     assert hits[0].project_id == "other"
-    assert fuse(SNAPSHOT, [], [0], mode="hybrid", limit=10, exclude=None)[0].project_id == "p1"
+    assert fuse(SNAPSHOT, [], [(0, 1.0)], mode="hybrid", limit=10, exclude=None)[0].project_id == "p1"
 
 
 def test_limit_caps_the_result() -> None:
     """No more than ``limit`` hits come back."""
-    assert len(fuse(SNAPSHOT, [(0, "p1"), (1, "p1"), (2, "p1")], [0, 1, 2], mode="hybrid", limit=2,
+    dense = [(0, "p1", 0.9), (1, "p1", 0.8), (2, "p1", 0.7)]
+    assert len(fuse(SNAPSHOT, dense, [(0, 3.0), (1, 2.0), (2, 1.0)], mode="hybrid", limit=2,
                     exclude=None)) == 2
