@@ -32,6 +32,7 @@ _log = structlog.get_logger("retrieval")
 Roots = Callable[[str], Awaitable[Path]]
 ProgressSink = Callable[[dict[str, Any]], None]
 QUERY_CHARS = 2000  # lexical query cap: terms past it add little
+DENSE_SENTENCES = 100  # nearest sentence vectors a hybrid search asks Chroma for
 DENSE_QUERY_CHARS = 600  # the encoder's cost grows with the text (~25 ms per 500 characters)
 _PROGRESS_EVERY = 0.2  # seconds between progress reports of one pass
 
@@ -246,8 +247,10 @@ class Retrieval:
                 mode: Mode, exclude: Exclusion | None) -> list[Hit]:
         dense: list[tuple[int, str, float]] = []
         if mode != "lexical" and dense_query.strip():
-            # Several sentences of one chunk may match: ask for more sentences than chunks wanted.
-            hits = self._vectors.query(project_id, self._embed_query(dense_query), 4 * limit)
+            # Hybrid scores give nothing to chunks past the dense floor rank, so a hundred sentences
+            # are plenty; dense alone ranks them all (several sentences may share a chunk).
+            wanted = 4 * limit if mode == "dense" else DENSE_SENTENCES
+            hits = self._vectors.query(project_id, self._embed_query(dense_query), wanted)
             dense = snapshot.dense_positions(hits)
         lexical = [] if mode == "dense" else snapshot.lexical.search(self._terms(query), 2 * limit)
         return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude)
