@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import platform
 import random
@@ -31,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -164,16 +167,23 @@ def render(result: dict[str, Any]) -> str:
     ])
 
 
+def quiet_logs() -> None:
+    """Log lines (ids and counts) would interleave with the figures: only warnings, on stderr."""
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+                        logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chapters", type=int, default=10, help="chapters per language")
-    parser.add_argument("--sentences", type=int, default=240, help="sentences per Chinese chapter")
+    parser.add_argument("--sentences", type=int, default=330, help="sentences per Chinese chapter")
     parser.add_argument("--characters", type=int, default=200_000, help="size of the big chapter")
     parser.add_argument("--edits", type=int, default=10)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    quiet_logs()
     result = asyncio.run(run(args))
     print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else render(result))
     return 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 TARGET_TOKENS = 200
 OVERLAP_TOKENS = 30
@@ -39,6 +39,7 @@ class _Piece:
     end: int
     tokens: int
     paragraph_end: bool
+    paragraph_tokens: int = 0  # on a paragraph's first piece: the whole paragraph's tokens
 
 
 def content_hash(text: str) -> str:
@@ -67,22 +68,33 @@ def _pieces(text: str, count: Callable[[str], int], target: int) -> list[_Piece]
     for paragraph in _PARAGRAPH.finditer(text):
         sentences = [s for s in _sentences(text, paragraph.start(), paragraph.end())
                      if text[s[0]:s[1]].strip()]
+        first = len(pieces)
         for n, (start, end) in enumerate(sentences):
             tokens = count(text[start:end])
             spans = [(start, end)] if tokens <= target else [*_split_long(text, start, end, tokens, target)]
             for k, (a, b) in enumerate(spans):
                 last = n == len(sentences) - 1 and k == len(spans) - 1
                 pieces.append(_Piece(a, b, tokens if len(spans) == 1 else count(text[a:b]), last))
+        if len(pieces) > first:
+            total = sum(piece.tokens for piece in pieces[first:])
+            pieces[first] = replace(pieces[first], paragraph_tokens=total)
     return pieces
 
 
 def _groups(pieces: list[_Piece], target: int, overlap: int) -> Iterator[list[_Piece]]:
     """Runs of pieces of about ``target`` tokens, each starting with the last ``overlap`` tokens of
-    the one before."""
+    the one before when it was cut inside a paragraph.
+
+    A short paragraph joins the next one only if the whole of it fits: otherwise
+    an edit that grows one paragraph would move every boundary after it.
+    """
     current: list[_Piece] = []
     size = 0
     fresh = 0  # pieces in ``current`` that are not overlap
     for piece in pieces:
+        if fresh and piece.paragraph_tokens and size + piece.paragraph_tokens > target:
+            yield current
+            current, size, fresh = [], 0, 0
         if current and fresh and size + piece.tokens > target:
             yield current
             current, size = _tail(current, overlap)

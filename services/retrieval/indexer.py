@@ -35,7 +35,7 @@ from services.retrieval.vectors import VectorIndex
 
 _log = structlog.get_logger("retrieval.indexer")
 
-LAYOUT = 2  # bump when chunking or the meaning of stored chunks changes: every index rebuilds
+LAYOUT = 3  # bump when chunking or the meaning of stored chunks changes: every index rebuilds
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 Progress = Callable[[int, int], None]

@@ -81,3 +81,16 @@ def test_chunks_cover_every_visible_character(doc: str, target: int) -> None:
         assert chunk.tokens == COUNT(chunk.text)
         covered.update(range(chunk.start, chunk.end))
     assert all(i in covered for i, ch in enumerate(doc) if not ch.isspace())
+
+
+def test_growing_a_short_paragraph_does_not_move_later_boundaries() -> None:
+    """With short and long paragraphs alternating (short ones join the next when it fits whole),
+    lengthening any one paragraph changes at most two chunks."""
+    paragraphs = [zh_chapter("x", 7 if n % 2 else 3, start=n * 7).split("\n", 1)[1].strip()
+                  for n in range(40)]
+    before = chunk_text("\n\n".join(paragraphs), COUNT)
+    for n in range(0, 40, 3):
+        paragraphs[n] = paragraphs[n].replace("。", "，他停下来想了想。", 1)
+        after = chunk_text("\n\n".join(paragraphs), COUNT)
+        assert len({c.hash for c in after} - {c.hash for c in before}) <= 2, n
+        before = after
