@@ -83,8 +83,8 @@ class Indexer:
             self._vectors.drop(project_id)
             report.rebuilt = True
             only = None  # everything goes back in, whatever this pass was asked to look at
-        current = self._store.load(project_id)
         if verify and not report.rebuilt:
+            current = self._store.load(project_id)
             try:
                 report.repaired = self._repair(project_id, current)
             except Exception as exc:  # the collection cannot be read: start it over from the chunk table
@@ -93,10 +93,9 @@ class Indexer:
                 report.repaired = self._repair(project_id, current)
         stamps = self._store.stamps(project_id)
         names = sorted(set(walk_document_ids(root)) | set(stamps)) if only is None else sorted(set(only))
-        old = _by_document(current)
         for done, document_id in enumerate(names, 1):
-            self._sync_document(project_id, root, document_id, stamps.get(document_id),
-                                old.get(document_id, []), report, force=only is not None)
+            self._sync_document(project_id, root, document_id, stamps.get(document_id), report,
+                                force=only is not None)
             if progress:
                 progress(done, len(names))
         report.documents = len(names)
@@ -108,8 +107,11 @@ class Indexer:
         return report
 
     def _sync_document(self, project_id: str, root: Path, document_id: str, stamp: FileStamp | None,
-                       old: Sequence[ChunkRecord], report: SyncReport, *, force: bool) -> None:
+                       report: SyncReport, *, force: bool) -> None:
         found = self._read(root, document_id, None if force else stamp)
+        if found is not None and found[1] is None:
+            return  # unchanged
+        old = self._store.load(project_id, document_id) if stamp is not None or force else []
         if found is None:
             if stamp is not None or old:
                 self._store.replace(project_id, document_id, None, [])
@@ -118,8 +120,7 @@ class Indexer:
                 report.removed += 1
             return
         now, text = found
-        if text is None:
-            return  # unchanged
+        assert text is not None
         chunks = self._chunks(project_id, document_id, text, old)
         have = {c.vector_id for c in old}
         fresh = {c.vector_id: c for c in chunks if c.vector_id not in have}
@@ -189,13 +190,6 @@ class Indexer:
             _log.info("retrieval.skipped", document=document_ref(document_id), reason="not utf-8")
             return None
         return now, text
-
-
-def _by_document(chunks: Iterable[ChunkRecord]) -> dict[str, list[ChunkRecord]]:
-    grouped: dict[str, list[ChunkRecord]] = {}
-    for chunk in chunks:
-        grouped.setdefault(chunk.document_id, []).append(chunk)
-    return grouped
 
 
 def _passage_ids(chunks: Iterable[ChunkRecord]) -> list[str]:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import delete, insert
+from sqlalchemy import select as sa_select
 from sqlmodel import col, select
 
 from services.retrieval.chunking import passages
@@ -97,13 +98,18 @@ class ChunkStore:
                 session.execute(insert(RetrievalChunkRow), list(_rows(chunks)))
             session.commit()
 
-    def load(self, project_id: str) -> list[ChunkRecord]:
-        with self._db.session() as session:
-            rows = session.exec(select(RetrievalChunkRow)
-                                .where(col(RetrievalChunkRow.project_id) == project_id)
-                                .order_by(col(RetrievalChunkRow.document_id), col(RetrievalChunkRow.ordinal)))
-            return [ChunkRecord(r.project_id, r.document_id, r.ordinal, r.start, r.end, r.content_hash,
-                                r.tokens, r.text, tuple(r.terms.split())) for r in rows]
+    def load(self, project_id: str, document_id: str | None = None) -> list[ChunkRecord]:
+        """The project's chunks (or one document's), in document and ordinal order."""
+        table = RetrievalChunkRow
+        columns = [col(c) for c in (table.project_id, table.document_id, table.ordinal, table.start,
+                                    table.end, table.content_hash, table.tokens, table.text, table.terms)]
+        query = sa_select(*columns).where(col(table.project_id) == project_id)
+        if document_id is not None:
+            query = query.where(col(table.document_id) == document_id)
+        with self._db.session() as session:  # plain rows: ORM objects cost more than the query
+            rows = session.execute(query.order_by(col(table.document_id), col(table.ordinal))).all()
+        return [ChunkRecord(p, d, ordinal, start, end, digest, tokens, text, tuple(terms.split()))
+                for p, d, ordinal, start, end, digest, tokens, text, terms in rows]
 
 
 def _rows(chunks: Iterable[ChunkRecord]) -> Iterable[dict[str, object]]:
