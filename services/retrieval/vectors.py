@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -13,6 +15,7 @@ from urllib.parse import urlsplit
 import structlog
 
 _log = structlog.get_logger("retrieval.vectors")
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}[A-Za-z0-9]|[A-Za-z0-9]")
 
 
 def _settings() -> Any:
@@ -83,7 +86,10 @@ class VectorIndex:
 
     @staticmethod
     def collection_name(project_id: str) -> str:
-        return f"strata-{project_id}"
+        """``strata-<project id>``; an id Chroma would refuse in a name is hashed instead."""
+        if _SAFE_ID.fullmatch(project_id):
+            return f"strata-{project_id}"
+        return "strata-" + hashlib.sha256(project_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
     def _collection(self, project_id: str) -> Any:
         collection = self._open.get(project_id)

@@ -258,3 +258,37 @@ def _gather_context() -> GatherContext:
     skill = get_skill("continue")
     window = cut_window("第五章", 3, skill, 100, counter)
     return GatherContext("p1", "卷一/第05章.md", "zh", skill, window, "", counter)
+
+
+async def test_a_failing_vector_store_raises_to_the_caller_and_is_checked_on_the_next_pass(
+        standalone: Standalone, tmp_path: Path) -> None:
+    """When Chroma fails during a search the error reaches the provider (the assembly then degrades
+    with RETRIEVAL_UNAVAILABLE), and the project's next pass verifies and repairs the vector store."""
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    await retrieval.index_project("p1", root)
+    await retrieval.wait_idle("p1")
+    vectors = retrieval._vectors
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("store unavailable")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vectors, "query", broken)
+        with pytest.raises(RuntimeError):
+            await retrieval.search("p1", "钥匙藏在哪里")
+    assert retrieval._projects["p1"].verify
+    await retrieval.wait_idle("p1")
+    assert not retrieval._projects["p1"].verify
+    assert KEY_FACT in (await retrieval.search("p1", "钥匙藏在灯塔台阶下"))[0].text
+
+
+def test_collection_names_are_valid_for_any_project_id() -> None:
+    """Hex ids name their collection directly; an id Chroma would refuse is hashed into a valid name."""
+    from services.retrieval.vectors import VectorIndex
+
+    assert VectorIndex.collection_name("0123abcd") == "strata-0123abcd"
+    name = VectorIndex.collection_name("项目 一/二")
+    assert name.startswith("strata-")
+    assert len(name) == 39
+    assert all(ch.isalnum() or ch in "-" for ch in name)
