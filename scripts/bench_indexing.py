@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,10 +169,17 @@ def render(result: dict[str, Any]) -> str:
     ])
 
 
-def quiet_logs() -> None:
-    """Log lines (ids and counts) would interleave with the figures: only warnings, on stderr."""
+@contextlib.contextmanager
+def quiet_logs() -> Iterator[None]:
+    """Log lines (ids and counts) would interleave with the figures: only warnings, on stderr; the
+    previous configuration comes back after."""
+    saved = structlog.get_config()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
                         logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    quiet_logs()
-    result = asyncio.run(run(args))
+    with quiet_logs():
+        result = asyncio.run(run(args))
     print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else render(result))
     return 0
 

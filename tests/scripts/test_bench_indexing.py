@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import structlog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -14,7 +15,9 @@ from scripts import bench_indexing
 
 
 def test_a_tiny_run_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
-    """Full index, paragraph edits and searches all run; an edit embeds a chunk or two, not the chapter."""
+    """Full index, paragraph edits and searches all run; an edit embeds a chunk or two, not the chapter;
+    the logging configuration is left as it was."""
+    before = structlog.get_config()
     assert bench_indexing.main(["--chapters", "1", "--sentences", "40", "--characters", "6000",
                                 "--edits", "2", "--queries", "3", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -27,6 +30,7 @@ def test_a_tiny_run_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> 
     assert max(edit["embedded_per_edit"]) <= 2
     assert report["search"]["queries"] == 3
     assert "bench_indexing.py" in report["command"]
+    assert structlog.get_config() == before
 
 
 def test_the_big_chapter_reaches_its_size() -> None:
