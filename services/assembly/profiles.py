@@ -9,6 +9,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from services.concurrency.snapshots import snapshots_for
 from services.context.budget import validate_profile
 from services.context.models import LAYER_ORDER, BudgetProfile
 from services.errors import BudgetConflict, ProjectNotFound
@@ -17,6 +18,7 @@ from services.store.tables import BudgetProfileRow, ProjectRow
 
 _RATIO_FIELDS = tuple(f"{layer.value}_ratio" for layer in LAYER_ORDER)
 _MIN_FIELDS = tuple(f"{layer.value}_min" for layer in LAYER_ORDER)
+_TABLE = "budget_profiles"
 
 
 def to_profile(row: BudgetProfileRow) -> BudgetProfile:
@@ -39,14 +41,17 @@ def _columns(profile: BudgetProfile) -> dict[str, Any]:
 class BudgetProfiles:
     def __init__(self, database: Database) -> None:
         self._db = database
+        self._snapshots = snapshots_for(database.engine)
 
     async def get(self, project_id: str) -> BudgetProfile:
-        return await asyncio.to_thread(self._get, project_id)
+        """The project's profile (the default, stored, on first use); kept until the next update."""
+        return await self._snapshots.read(_TABLE, project_id, None, lambda: self._get(project_id))
 
     async def update(self, project_id: str, version: int, profile: BudgetProfile) -> BudgetProfile:
         """Store ``profile`` if the stored version is still ``version``; return it at version + 1."""
         validate_profile(profile)
-        return await asyncio.to_thread(self._update, project_id, version, profile)
+        return await asyncio.to_thread(self._snapshots.write, _TABLE, project_id,
+                                       lambda: self._update(project_id, version, profile))
 
     def _row(self, session: Session, project_id: str) -> BudgetProfileRow:
         row = session.get(BudgetProfileRow, project_id)

@@ -17,6 +17,7 @@ import structlog
 
 from services.assembly.faults import FailingTokenizer, Fault, Faults
 from services.assembly.prefixes import Prefix, PrefixMemory
+from services.concurrency.gate import Gate
 from services.concurrency.limiter import KeyedLimiter
 from services.context.budget import MAX_INPUT_TOKENS, make_budget
 from services.context.counting import CountCache
@@ -34,6 +35,7 @@ from services.context.models import (
 from services.context.skills import Skill, get_skill
 from services.errors import InputTooLarge
 from services.sources.base import GatherContext, Provider
+from services.sources.relevance import window_features
 from services.sources.window import cut_window
 from services.tokenizer import Tokenizer
 from services.tokenizer.estimate import ConservativeEstimate
@@ -113,18 +115,20 @@ class ContextService:
                  limiter: KeyedLimiter | None = None, concurrency: int = ASSEMBLY_CONCURRENCY) -> None:
         self._c = collaborators
         self._deadline = deadline
-        self.limiter = limiter or KeyedLimiter()
         self.concurrency = concurrency
-        self._gate = asyncio.Semaphore(concurrency)
+        self.gate = Gate(concurrency)
+        # A document's queue is judged by how long the work already at the gate will take.
+        self.limiter = limiter or KeyedLimiter(pace=self.gate.expected)
         self.faults = faults or Faults()
         self._prefixes = prefixes or PrefixMemory()
         self._counters: dict[int, CountCache] = {}
 
     async def assemble(self, request: AssembleRequest, *, override: BudgetProfile | None = None,
                        remember: bool = True) -> Outcome:
-        """Assemble within the per-document concurrency limit (CONTEXT_BACKPRESSURE past it),
-        then within the global one (``concurrency`` at once, the others wait in arrival order)."""
-        async with self.limiter.slot((request.project_id, request.document_id)), self._gate:
+        """Assemble within the per-document concurrency limit (CONTEXT_BACKPRESSURE past it, or
+        when the wait for a slot would pass the deadline), then within the global one
+        (``concurrency`` at once, the others wait in arrival order)."""
+        async with self.limiter.slot((request.project_id, request.document_id)), self.gate.turn():
             return await self._assemble(request, override, remember)
 
     async def _assemble(self, request: AssembleRequest, override: BudgetProfile | None,
@@ -185,6 +189,7 @@ class ContextService:
         window_tokens = min(budget.total, max(budget.shares[Layer.IMMEDIATE],
                                               budget.minimums[Layer.IMMEDIATE]))
         window = cut_window(text, request.cursor_position, skill, window_tokens, counter)
+        window_features(window.before + window.after)  # once here, for every provider that ranks by it
         return _Prepared(window, system_tokens, instruction, instruction_tokens)
 
     async def _gather(self, ctx: GatherContext) -> tuple[list[Item], list[str]]:

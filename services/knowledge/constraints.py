@@ -8,12 +8,12 @@ overshoot.
 from __future__ import annotations
 
 import asyncio
-import builtins
 from typing import Any
 
 import structlog
 from sqlmodel import Session, col, select
 
+from services.concurrency.snapshots import snapshots_for
 from services.errors import ConstraintsLimit
 from services.knowledge.records import (
     MAX_CONSTRAINTS,
@@ -38,6 +38,7 @@ from services.store.database import Database
 from services.store.tables import ConstraintRow
 
 _log = structlog.get_logger("knowledge")
+_TABLE = "constraints"
 
 
 class ConstraintDraft(Input):
@@ -62,17 +63,22 @@ class ConstraintService:
     def __init__(self, database: Database, *, limit: int = MAX_CONSTRAINTS) -> None:
         self._db = database
         self._limit = limit
+        self._snapshots = snapshots_for(database.engine)
 
     async def list(self, project_id: str) -> list[ConstraintRecord]:
-        """Every constraint, most important first (priority descending, then oldest first)."""
-        return await asyncio.to_thread(self._list, project_id)
+        """Every constraint, most important first (priority descending, then oldest first).
+
+        Read once and then kept until the next write to the project's constraints.
+        """
+        return list(await self._snapshots.read(_TABLE, project_id, None, lambda: self._list(project_id)))
 
     async def create(self, project_id: str, *, kind: ConstraintKind, text: str,
                      source: ConstraintSource = "user", priority: int = 0) -> ConstraintRecord:
         """A new constraint, or ConstraintsLimit when the project has the maximum."""
         draft = validated(ConstraintDraft, {"kind": kind, "text": text, "source": source,
                                             "priority": priority})
-        record = await asyncio.to_thread(self._create, project_id, draft)
+        record = await asyncio.to_thread(self._snapshots.write, _TABLE, project_id,
+                                         lambda: self._create(project_id, draft))
         _log.info("constraint.created", project_id=project_id, id=record.id, kind=record.kind,
                   chars=len(record.text))
         return record
@@ -81,21 +87,23 @@ class ConstraintService:
                      **fields: Any) -> ConstraintRecord:
         """Change the given fields (kind, text, source, priority), checking ``version`` if given."""
         patch = validated(ConstraintPatch, fields)
-        record = await asyncio.to_thread(self._update, project_id, constraint_id, version, patch)
+        record = await asyncio.to_thread(self._snapshots.write, _TABLE, project_id,
+                                         lambda: self._update(project_id, constraint_id, version, patch))
         _log.info("constraint.updated", project_id=project_id, id=constraint_id,
                   version=record.version)
         return record
 
     async def delete(self, project_id: str, constraint_id: int) -> None:
-        await asyncio.to_thread(self._delete, project_id, constraint_id)
+        await asyncio.to_thread(self._snapshots.write, _TABLE, project_id,
+                                lambda: self._delete(project_id, constraint_id))
         _log.info("constraint.deleted", project_id=project_id, id=constraint_id)
 
-    def _list(self, project_id: str) -> builtins.list[ConstraintRecord]:
+    def _list(self, project_id: str) -> tuple[ConstraintRecord, ...]:
         with self._db.session() as session:
             require_project(session, project_id)
             rows = session.exec(select(ConstraintRow).where(ConstraintRow.project_id == project_id)
                                 .order_by(col(ConstraintRow.priority).desc(), col(ConstraintRow.id)))
-            return [ConstraintRecord.model_validate(row) for row in rows]
+            return tuple(ConstraintRecord.model_validate(row) for row in rows)
 
     def _create(self, project_id: str, draft: ConstraintDraft) -> ConstraintRecord:
         with self._db.session() as session:

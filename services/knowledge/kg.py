@@ -16,6 +16,7 @@ import structlog
 from sqlalchemy import ColumnElement, exists
 from sqlmodel import Session, col, select
 
+from services.concurrency.snapshots import snapshots_for
 from services.errors import RecordNotFound
 from services.knowledge.records import Aliases, Description, EntityKind, EntityName, KgEntityRecord
 from services.projects.inputs import Input, invalid, validated
@@ -33,6 +34,7 @@ from services.store.database import Database
 from services.store.tables import KgEntityRow
 
 _log = structlog.get_logger("knowledge")
+_TABLE = "kg_entities"
 
 
 class EntityDraft(Input):
@@ -56,10 +58,15 @@ class KgService:
 
     def __init__(self, database: Database) -> None:
         self._db = database
+        self._snapshots = snapshots_for(database.engine)
 
     async def list(self, project_id: str, kind: EntityKind | None = None) -> list[KgEntityRecord]:
-        """The project's entities (of one kind, if given), by kind then name."""
-        return await asyncio.to_thread(self._list, project_id, kind)
+        """The project's entities (of one kind, if given), by kind then name.
+
+        Read once and then kept until the next write to the project's entities.
+        """
+        return list(await self._snapshots.read(_TABLE, project_id, kind,
+                                               lambda: self._list(project_id, kind)))
 
     async def upsert(self, project_id: str, *, kind: EntityKind, name: str,
                      aliases: builtins.list[str] | None = None, description: str | None = None,
@@ -74,16 +81,19 @@ class KgService:
                                         "description": description})
         if version is not None and entity_id is None:
             raise invalid("version", "applies only to an update by id")
-        record, created = await asyncio.to_thread(self._upsert, project_id, draft, entity_id, version)
+        record, created = await asyncio.to_thread(
+            self._snapshots.write, _TABLE, project_id,
+            lambda: self._upsert(project_id, draft, entity_id, version))
         _log.info("kg.entity_upserted", project_id=project_id, id=record.id, kind=record.kind,
                   created=created, version=record.version)
         return record, created
 
     async def delete(self, project_id: str, entity_id: int) -> None:
-        await asyncio.to_thread(self._delete, project_id, entity_id)
+        await asyncio.to_thread(self._snapshots.write, _TABLE, project_id,
+                                lambda: self._delete(project_id, entity_id))
         _log.info("kg.entity_deleted", project_id=project_id, id=entity_id)
 
-    def _list(self, project_id: str, kind: str | None) -> builtins.list[KgEntityRecord]:
+    def _list(self, project_id: str, kind: str | None) -> tuple[KgEntityRecord, ...]:
         with self._db.session() as session:
             require_project(session, project_id)
             query = select(KgEntityRow).where(KgEntityRow.project_id == project_id)
@@ -91,7 +101,7 @@ class KgService:
                 query = query.where(KgEntityRow.kind == kind)
             rows = session.exec(query.order_by(col(KgEntityRow.kind), col(KgEntityRow.name),
                                                col(KgEntityRow.id)))
-            return [KgEntityRecord.model_validate(row) for row in rows]
+            return tuple(KgEntityRecord.model_validate(row) for row in rows)
 
     def _upsert(self, project_id: str, draft: EntityDraft, entity_id: int | None,
                 version: int | None) -> tuple[KgEntityRecord, bool]:

@@ -7,11 +7,11 @@ newest first with a bounded limit.
 from __future__ import annotations
 
 import asyncio
-import builtins
 
 import structlog
 from sqlmodel import col, select
 
+from services.concurrency.snapshots import snapshots_for
 from services.memory.records import (
     DEFAULT_EPISODES_LISTED,
     EpisodeLimit,
@@ -26,6 +26,7 @@ from services.store.database import Database
 from services.store.tables import EpisodicMemoryRow
 
 _log = structlog.get_logger("memory")
+_TABLE = "episodes"
 
 
 class EpisodeDraft(Input):
@@ -46,6 +47,7 @@ class EpisodicMemoryService:
 
     def __init__(self, database: Database) -> None:
         self._db = database
+        self._snapshots = snapshots_for(database.engine)
 
     async def add(self, project_id: str, *, output: str, instruction: str = "",
                   document_id: str | None = None, skill_id: str | None = None) -> EpisodeRecord:
@@ -54,20 +56,27 @@ class EpisodicMemoryService:
                                          "document_id": document_id, "skill_id": skill_id})
         if draft.document_id is not None:
             document_segments(draft.document_id)  # the same ids documents use, nothing else
-        record = await asyncio.to_thread(self._add, project_id, draft)
+        record = await asyncio.to_thread(self._snapshots.write, _TABLE, project_id,
+                                         lambda: self._add(project_id, draft))
         _log.info("memory.episode_added", project_id=project_id, id=record.id,
                   skill_id=record.skill_id, chars=len(record.output))
         return record
 
     async def list(self, project_id: str, *, limit: int = DEFAULT_EPISODES_LISTED,
                    document_id: str | None = None, skill_id: str | None = None) -> list[EpisodeRecord]:
-        """The newest ``limit`` episodes, newest first, optionally of one document or skill."""
+        """The newest ``limit`` episodes, newest first, optionally of one document or skill.
+
+        Read once and then kept until the next write to the project's episodes.
+        """
         query = validated(EpisodeQuery, {"limit": limit, "document_id": document_id,
                                          "skill_id": skill_id})
-        return await asyncio.to_thread(self._list, project_id, query)
+        key = (query.limit, query.document_id, query.skill_id)
+        return list(await self._snapshots.read(_TABLE, project_id, key,
+                                               lambda: self._list(project_id, query)))
 
     async def delete(self, project_id: str, episode_id: int) -> None:
-        await asyncio.to_thread(self._delete, project_id, episode_id)
+        await asyncio.to_thread(self._snapshots.write, _TABLE, project_id,
+                                lambda: self._delete(project_id, episode_id))
         _log.info("memory.episode_deleted", project_id=project_id, id=episode_id)
 
     def _add(self, project_id: str, draft: EpisodeDraft) -> EpisodeRecord:
@@ -82,7 +91,7 @@ class EpisodicMemoryService:
             session.commit()
             return record
 
-    def _list(self, project_id: str, query: EpisodeQuery) -> builtins.list[EpisodeRecord]:
+    def _list(self, project_id: str, query: EpisodeQuery) -> tuple[EpisodeRecord, ...]:
         with self._db.session() as session:
             require_project(session, project_id)
             select_rows = select(EpisodicMemoryRow).where(EpisodicMemoryRow.project_id == project_id)
@@ -93,7 +102,7 @@ class EpisodicMemoryService:
             rows = session.exec(select_rows.order_by(col(EpisodicMemoryRow.created_at).desc(),
                                                      col(EpisodicMemoryRow.id).desc())
                                 .limit(query.limit))
-            return [EpisodeRecord.model_validate(row) for row in rows]
+            return tuple(EpisodeRecord.model_validate(row) for row in rows)
 
     def _delete(self, project_id: str, episode_id: int) -> None:
         with self._db.session() as session:

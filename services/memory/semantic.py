@@ -7,13 +7,13 @@ so learning the same rule twice updates it instead of adding a copy.
 from __future__ import annotations
 
 import asyncio
-import builtins
 from typing import Any
 
 import structlog
 from sqlalchemy import exists
 from sqlmodel import Session, col, select
 
+from services.concurrency.snapshots import snapshots_for
 from services.errors import RecordNotFound
 from services.memory.records import Category, Confidence, RuleText, SemanticRuleRecord
 from services.projects.inputs import Input, invalid, validated
@@ -31,6 +31,7 @@ from services.store.database import Database
 from services.store.tables import SemanticRuleRow
 
 _log = structlog.get_logger("memory")
+_TABLE = "semantic_rules"
 
 
 class RulePatch(Input):
@@ -47,10 +48,15 @@ class SemanticMemoryService:
 
     def __init__(self, database: Database) -> None:
         self._db = database
+        self._snapshots = snapshots_for(database.engine)
 
     async def list(self, project_id: str, *, confirmed_only: bool = False) -> list[SemanticRuleRecord]:
-        """The rules, most confident first (the order the Settings layer keeps them in)."""
-        return await asyncio.to_thread(self._list, project_id, confirmed_only)
+        """The rules, most confident first (the order the Settings layer keeps them in).
+
+        Read once and then kept until the next write to the project's rules.
+        """
+        return list(await self._snapshots.read(_TABLE, project_id, confirmed_only,
+                                               lambda: self._list(project_id, confirmed_only)))
 
     async def upsert(self, project_id: str, *, rule_id: int | None = None, version: int | None = None,
                      **fields: Any) -> tuple[SemanticRuleRecord, bool]:
@@ -65,16 +71,19 @@ class SemanticMemoryService:
             raise invalid("text", "is required without an id")
         if version is not None and rule_id is None:
             raise invalid("version", "applies only to an update by id")
-        record, created = await asyncio.to_thread(self._upsert, project_id, patch, rule_id, version)
+        record, created = await asyncio.to_thread(
+            self._snapshots.write, _TABLE, project_id,
+            lambda: self._upsert(project_id, patch, rule_id, version))
         _log.info("memory.rule_upserted", project_id=project_id, id=record.id, created=created,
                   version=record.version, confirmed=record.confirmed)
         return record, created
 
     async def delete(self, project_id: str, rule_id: int) -> None:
-        await asyncio.to_thread(self._delete, project_id, rule_id)
+        await asyncio.to_thread(self._snapshots.write, _TABLE, project_id,
+                                lambda: self._delete(project_id, rule_id))
         _log.info("memory.rule_deleted", project_id=project_id, id=rule_id)
 
-    def _list(self, project_id: str, confirmed_only: bool) -> builtins.list[SemanticRuleRecord]:
+    def _list(self, project_id: str, confirmed_only: bool) -> tuple[SemanticRuleRecord, ...]:
         with self._db.session() as session:
             require_project(session, project_id)
             query = select(SemanticRuleRow).where(SemanticRuleRow.project_id == project_id)
@@ -82,7 +91,7 @@ class SemanticMemoryService:
                 query = query.where(col(SemanticRuleRow.confirmed).is_(True))
             rows = session.exec(query.order_by(col(SemanticRuleRow.confidence).desc(),
                                                col(SemanticRuleRow.id)))
-            return [SemanticRuleRecord.model_validate(row) for row in rows]
+            return tuple(SemanticRuleRecord.model_validate(row) for row in rows)
 
     def _upsert(self, project_id: str, patch: RulePatch, rule_id: int | None,
                 version: int | None) -> tuple[SemanticRuleRecord, bool]:

@@ -12,6 +12,7 @@ from tokenizers import models, pre_tokenizers, trainers
 
 from services.assembly.faults import Fault
 from services.assembly.service import AssembleRequest
+from services.concurrency.limiter import KeyedLimiter
 from services.context.models import Layer
 from services.errors import Backpressure, InvalidInput, ScopeViolation, SkillNotFound
 from tests.services.assembly.fakes import Constraint, Entity, Rule, World
@@ -120,6 +121,39 @@ async def test_backpressure_past_the_queue() -> None:
     release.set()
     finished = await asyncio.gather(*(t for t in tasks if t not in refused))
     assert all(o.assembly.token_count <= o.assembly.budget.total for o in finished)
+
+
+async def test_a_wait_that_would_pass_the_deadline_is_refused_at_once() -> None:
+    """When assemblies are taking 1.5 s each, of 20 requests for one document 4 run, the 4 that
+    would get a slot after one of them (1.5 s) queue, and the other 12, which would wait 3 s or
+    more, are refused at once with that wait as retryAfterMs, doing no work at all."""
+    world, release, inside = _gated_world(1)
+    reads = [0]
+    gated_read = world.read
+
+    async def counting_read(project_id: str, document_id: str) -> str:
+        reads[0] += 1
+        return await gated_read(project_id, document_id)
+
+    world.read = counting_read  # type: ignore[method-assign]
+    service = world.service()
+    service.gate.recent = 1.5  # seconds per assembly, as the gate measured lately
+    # A clock that stands still, so that the expected waits are exact.
+    service.limiter = KeyedLimiter(pace=service.gate.expected, clock=lambda: 100.0)
+    tasks = [asyncio.ensure_future(service.assemble(AssembleRequest("p1", "ch0.md", 100, "continue")))
+             for _ in range(20)]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    refused = [t for t in tasks if t.done()]
+    assert len(refused) == 12
+    errors = [t.exception() for t in refused]
+    assert all(isinstance(e, Backpressure) for e in errors)
+    assert {e.fields["retryAfterMs"] for e in errors if isinstance(e, Backpressure)} == {3000}
+    assert (reads[0], inside[0]) == (4, 4)  # only the running ones have started any work
+    release.set()
+    finished = await asyncio.gather(*(t for t in tasks if t not in refused))
+    assert len(finished) == 8
+    assert reads[0] == 8
 
 
 def _gated_world(documents: int) -> tuple[World, asyncio.Event, list[int]]:

@@ -1,0 +1,57 @@
+"""At most N pieces of work at once across all keys; the rest wait their turn in arrival order.
+
+The gate also knows how long its work takes lately (a running average of the
+time from getting a turn to giving it back) and so how long a request
+arriving now would take to be done: its turn comes after the work waiting
+ahead of it, ``width`` at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+# Weight of the newest duration in the running average.
+_SMOOTHING = 0.2
+
+
+class Gate:
+    def __init__(self, width: int, typical: float = 0.05, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.width = width
+        self.recent = typical  # seconds of work per turn, running average of turns that finished
+        self._clock = clock
+        self._semaphore = asyncio.Semaphore(width)
+        self.waiting = 0
+        self.working = 0
+
+    def expected(self) -> float:
+        """Seconds until a request arriving now would be done: the turns waiting ahead of it,
+        ``width`` at a time, then its own."""
+        return (self.waiting / self.width + 1) * self.recent
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """Wait for a turn (in arrival order), hold it for the body, then pass it on.
+
+        A body that raises or is cancelled gives the turn back but does not count in the
+        average: a request refused in a millisecond says nothing about how long work takes.
+        """
+        self.waiting += 1
+        try:
+            await self._semaphore.acquire()
+        finally:
+            self.waiting -= 1
+        self.working += 1
+        started = self._clock()
+        finished = False
+        try:
+            yield
+            finished = True
+        finally:
+            self.working -= 1
+            self._semaphore.release()
+            if finished:
+                self.recent += _SMOOTHING * (self._clock() - started - self.recent)

@@ -1,0 +1,113 @@
+"""Gate: a few at work at once across all keys, the rest in arrival order, and how long that takes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from services.concurrency.gate import Gate
+
+
+class FakeClock:
+    """A monotonic clock that moves only when told to."""
+
+    def __init__(self) -> None:
+        self.now = 10.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def _work(gate: Gate, name: str, release: asyncio.Event, log: list[str]) -> None:
+    async with gate.turn():
+        log.append(name)
+        await release.wait()
+
+
+async def test_at_most_width_work_and_the_rest_go_in_arrival_order() -> None:
+    """With a width of 2, two work, the others wait and get their turns in the order they came."""
+    gate = Gate(2)
+    releases = [asyncio.Event() for _ in range(5)]
+    log: list[str] = []
+    tasks = []
+    for n in range(5):
+        tasks.append(asyncio.create_task(_work(gate, str(n), releases[n], log)))
+        await _settle()
+    assert (log, gate.working, gate.waiting) == (["0", "1"], 2, 3)
+    releases[1].set()
+    await _settle()
+    releases[0].set()
+    await _settle()
+    assert log == ["0", "1", "2", "3"]
+    for release in releases:
+        release.set()
+    await asyncio.gather(*tasks)
+    assert (log, gate.working, gate.waiting) == (["0", "1", "2", "3", "4"], 0, 0)
+
+
+async def test_expected_time_is_the_queue_ahead_width_at_a_time_plus_one_turn() -> None:
+    """A request arriving now is expected to be done after the waiting turns, ``width`` at a
+    time, and then its own: (waiting / width + 1) x the recent duration of a turn."""
+    gate = Gate(4, typical=0.1)
+    assert gate.expected() == pytest.approx(0.1)
+    release = asyncio.Event()
+    tasks = [asyncio.create_task(_work(gate, str(n), release, [])) for n in range(10)]
+    await _settle()
+    assert (gate.working, gate.waiting) == (4, 6)
+    assert gate.expected() == pytest.approx((6 / 4 + 1) * 0.1)
+    release.set()
+    await asyncio.gather(*tasks)
+
+
+async def test_recent_duration_follows_finished_turns_only() -> None:
+    """The running average moves a fifth of the way to each finished turn's duration; a turn that
+    fails or is cancelled leaves it alone."""
+    clock = FakeClock()
+    gate = Gate(1, typical=0.05, clock=clock)
+    async with gate.turn():
+        clock.now += 1.05
+    assert gate.recent == pytest.approx(0.25)
+
+    async def failing() -> None:
+        async with gate.turn():
+            clock.now += 50.0
+            raise ValueError("refused quickly or slowly, it says nothing about work")
+
+    with pytest.raises(ValueError, match="refused"):
+        await failing()
+    never = asyncio.Event()
+    cancelled = asyncio.create_task(_work(gate, "c", never, []))
+    await _settle()
+    clock.now += 50.0
+    cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    assert gate.recent == pytest.approx(0.25)
+    assert (gate.working, gate.waiting) == (0, 0)
+
+
+async def test_a_cancelled_waiter_takes_no_turn() -> None:
+    """A request cancelled while waiting never works, and the one behind it still gets its turn."""
+    gate = Gate(1)
+    first = asyncio.Event()
+    log: list[str] = []
+    tasks = [asyncio.create_task(_work(gate, "first", first, log))]
+    await _settle()
+    tasks.append(asyncio.create_task(_work(gate, "cancelled", asyncio.Event(), log)))
+    done = asyncio.Event()
+    done.set()
+    tasks.append(asyncio.create_task(_work(gate, "last", done, log)))
+    await _settle()
+    tasks[1].cancel()
+    await _settle()
+    first.set()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(results[1], asyncio.CancelledError)
+    assert log == ["first", "last"]
+    assert (gate.working, gate.waiting) == (0, 0)
