@@ -99,6 +99,10 @@ def _reason_to_skip(item: Item, window: Window | None, window_text: str,
 
 def _cap_retrieved(result: Screened) -> None:
     retrieved = sorted((i for i in result.items if i.layer is Layer.RETRIEVED), key=lambda i: -i.key)
-    for item in retrieved[MAX_RETRIEVED:]:
-        result.items.remove(item)
-        result.reports.append(dropped(item, "candidate_limit"))
+    over = retrieved[MAX_RETRIEVED:]
+    if not over:
+        return
+    # Ids are unique after screening, so identity is equality here (and list.remove was quadratic).
+    gone = {id(item) for item in over}
+    result.items = [item for item in result.items if id(item) not in gone]
+    result.reports.extend(dropped(item, "candidate_limit") for item in over)

@@ -7,11 +7,15 @@ the text around the cursor.
 Turning records into items counts tokens and extracts relevance features, both
 CPU work proportional to the text (a 60k-token instruction, a 200,000-character
 past interaction), so it runs in a worker thread: the event loop only awaits.
+What depends on a record alone (its rendered text and its features) is kept
+by content, so an assembly recomputes only what depends on the cursor: each
+record's similarity to the text around it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +23,7 @@ from dataclasses import dataclass
 from services.context.models import Item, Layer
 from services.sources.base import GatherContext
 from services.sources.records import ConstraintLike, EntityLike, EpisodeLike, Fetch, SemanticRuleLike
-from services.sources.relevance import features, similarity
+from services.sources.relevance import features, similarity, window_features
 
 ENTITY_KINDS = {
     "zh": {"character": "角色", "location": "地点", "object": "物品", "group": "组织", "concept": "概念"},
@@ -70,24 +74,31 @@ class KnowledgeGraphProvider:
     def _items(cls, constraints: Sequence[ConstraintLike], entities: Sequence[EntityLike],
                ctx: GatherContext) -> list[Item]:
         items = [_constraint_item(r, ctx) for r in constraints if r.source == "kg"]
-        near = features(ctx.cursor_text)
+        near = window_features(ctx.cursor_text)
         return items + [cls._entity(e, ctx, near) for e in entities]
 
     @staticmethod
     def _entity(entity: EntityLike, ctx: GatherContext, near: frozenset[str]) -> Item:
-        kinds = ENTITY_KINDS.get(ctx.language, ENTITY_KINDS["en"])
-        kind = kinds.get(entity.kind, entity.kind)
-        if ctx.language == "zh":
-            aliases = f"；别名：{'、'.join(entity.aliases)}" if entity.aliases else ""
-            text = f"{entity.name}（{kind}{aliases}）：{entity.description}"
-        else:
-            aliases = f"; also {', '.join(entity.aliases)}" if entity.aliases else ""
-            text = f"{entity.name} ({kind}{aliases}): {entity.description}"
-        relevance = similarity(features(f"{entity.name} {entity.description}"), near)
+        text, own = _entity_sheet(ctx.language, entity.kind, entity.name, tuple(entity.aliases),
+                                  entity.description)
         return Item(id=f"entity:{entity.id}", layer=Layer.RULES, section="entities",
                     source=f"kg:{entity.kind}", text=text, tokens=ctx.counter.count(text),
-                    key=round(relevance, 6), key_name="relevance", project_id=entity.project_id,
-                    origin="kg", names=(entity.name, *entity.aliases))
+                    key=round(similarity(own, near), 6), key_name="relevance",
+                    project_id=entity.project_id, origin="kg", names=(entity.name, *entity.aliases))
+
+
+@functools.lru_cache(maxsize=4096)
+def _entity_sheet(language: str, kind: str, name: str, aliases: tuple[str, ...],
+                  description: str) -> tuple[str, frozenset[str]]:
+    """An entity's sheet as the prompt shows it, and the features its relevance is judged by."""
+    label = ENTITY_KINDS.get(language, ENTITY_KINDS["en"]).get(kind, kind)
+    if language == "zh":
+        also = f"；别名：{'、'.join(aliases)}" if aliases else ""
+        text = f"{name}（{label}{also}）：{description}"
+    else:
+        also = f"; also {', '.join(aliases)}" if aliases else ""
+        text = f"{name} ({label}{also}): {description}"
+    return text, features(f"{name} {description}")
 
 
 @dataclass(frozen=True)
@@ -132,19 +143,28 @@ class EpisodicMemoryProvider:
     def _items(cls, records: Sequence[EpisodeLike], ctx: GatherContext) -> list[Item]:
         episodes = sorted(records, key=lambda e: e.created_at, reverse=True)
         # A space never joins a bigram, so this is features() of the two texts joined.
-        near = features(ctx.cursor_text) | features(ctx.additional_input)
+        near = window_features(ctx.cursor_text) | features(ctx.additional_input)
         return [cls._item(e, rank, near, ctx) for rank, e in enumerate(episodes)]
 
     @staticmethod
     def _item(episode: EpisodeLike, rank: int, near: frozenset[str], ctx: GatherContext) -> Item:
-        label = ("指令", "采纳") if ctx.language == "zh" else ("Instruction", "Accepted")
-        text = f"{label[0]}：{episode.instruction}\n{label[1]}：{episode.output}" if ctx.language == "zh" \
-            else f"{label[0]}: {episode.instruction}\n{label[1]}: {episode.output}"
-        relevance = similarity(features(episode.instruction + " " + episode.output), near)
-        score = 0.7 * relevance + 0.3 * math.pow(_RECENCY_DECAY, rank)
+        text, own = _episode_text(ctx.language, episode.instruction, episode.output)
+        score = 0.7 * similarity(own, near) + 0.3 * math.pow(_RECENCY_DECAY, rank)
         return Item(id=f"episode:{episode.id}", layer=Layer.RETRIEVED, section="history",
                     source="episodic", text=text, tokens=ctx.counter.count(text), key=round(score, 6),
                     key_name="score", project_id=episode.project_id)
+
+
+# Fewer than entity sheets: an output may be 200,000 characters. Ten projects' worth of the
+# episodes an assembly ranks.
+@functools.lru_cache(maxsize=512)
+def _episode_text(language: str, instruction: str, output: str) -> tuple[str, frozenset[str]]:
+    """A past interaction as the prompt shows it, and the features its relevance is judged by."""
+    if language == "zh":
+        text = f"指令：{instruction}\n采纳：{output}"
+    else:
+        text = f"Instruction: {instruction}\nAccepted: {output}"
+    return text, features(instruction + " " + output)
 
 
 @dataclass(frozen=True)

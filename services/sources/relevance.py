@@ -3,31 +3,52 @@
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from collections.abc import Set as AbstractSet
 
-_WORD = re.compile(r"[A-Za-z0-9]+|[^\sA-Za-z0-9\W]", re.UNICODE)
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]{2,}")
+# Runs of word characters outside ASCII (CJK, accented letters, full-width digits); not "_".
+_RUN = re.compile(r"[^\W_A-Za-z0-9]+")
+_CAPITAL_SIGMA = "\u03a3"  # the one character whose lower case depends on its neighbours
 
 
-@functools.lru_cache(maxsize=4096)
 def features(text: str) -> frozenset[str]:
-    """Lower-cased words plus character bigrams of CJK runs (cached: record texts repeat).
+    """Lower-cased ASCII words of two or more characters, plus the bigrams of non-ASCII runs.
 
     A bigram joins two characters only when they are adjacent in the text, so none
-    spans punctuation or a space, and single-letter English words make none.
+    spans punctuation, a space, an ASCII letter or digit, or an underscore.
     """
-    words: set[str] = set()
-    grams: set[str] = set()
-    last, last_end = "", -1  # the previous single CJK character, and where it ended
-    for match in _WORD.finditer(text):
-        token = match.group().lower()
-        if len(token) > 1:
-            words.add(token)
-        elif not token.isascii():
-            if match.start() == last_end:
-                grams.add(last + token)
-            last, last_end = token, match.end()
-    return frozenset(words | grams)
+    found = set(map(str.lower, _ASCII_WORD.findall(text)))
+    for run in _RUN.findall(text):
+        lower = run.lower()
+        if len(lower) == len(run) and _CAPITAL_SIGMA not in run:
+            found.update(map(operator.add, lower[:-1], lower[1:]))
+        else:
+            _add_char_by_char(run, found)
+    return frozenset(found)
+
+
+def _add_char_by_char(run: str, found: set[str]) -> None:
+    """Each character lower-cased alone; one that lower-cases to several characters
+    (such as "İ") is a word of its own and joins no bigram."""
+    last = ""
+    for char in run:
+        lower = char.lower()
+        if len(lower) > 1:
+            found.add(lower)
+            last = ""
+            continue
+        if last:
+            found.add(last + lower)
+        last = lower
+
+
+@functools.lru_cache(maxsize=16)
+def window_features(text: str) -> frozenset[str]:
+    """``features`` of the text around a cursor, kept for the few assemblies at work at once
+    (two providers of each ask for it)."""
+    return features(text)
 
 
 def similarity(a: AbstractSet[str], b: AbstractSet[str]) -> float:

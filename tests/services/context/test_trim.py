@@ -133,3 +133,48 @@ def test_keep_head_never_snaps_past_the_budget() -> None:
     text = "aaaaaaaaa.bb"
     kept = keep_head(text, 11, count)
     assert (kept, count(kept)) == ("aaaaaaaaa.b", 11)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=PROSE, limit=st.integers(min_value=1, max_value=60),
+       guess=st.integers(min_value=-5, max_value=130))
+def test_a_guess_changes_only_how_many_counts_are_made_not_the_cut(text: str, limit: int, guess: int) -> None:
+    """With counts that grow with length, a guess anywhere (even outside the text) gives the same
+    suffix and prefix as the search without one."""
+    def locate(text: str, max_tokens: int, tail: bool) -> int:
+        return guess
+
+    assert keep_tail(text, limit, chars, locate) == keep_tail(text, limit, chars)
+    assert keep_head(text, limit, chars, locate) == keep_head(text, limit, chars)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=PROSE, limit=st.integers(min_value=-2, max_value=60))
+def test_with_a_real_tokenizer_and_its_guess_the_cut_is_within_the_limit(text: str, limit: int) -> None:
+    """Guided by the tokenizer's own guess, keep_tail and keep_head still return a suffix and a
+    prefix within the limit."""
+    cache = counter()
+    tail = keep_tail(text, limit, cache.count, cache.locate)
+    head = keep_head(text, limit, cache.count, cache.locate)
+    assert text.endswith(tail)
+    assert text.startswith(head)
+    assert cache.count(tail) <= max(limit, 0)
+    assert cache.count(head) <= max(limit, 0)
+
+
+def test_a_good_guess_costs_a_few_counts_instead_of_one_per_halving() -> None:
+    """Cutting 3,000 characters to 1,000 takes 14 counts by halving (the whole, 12 halvings, the
+    result) and 4 when the guess is the cut itself (the whole, the guess, one before it, the
+    result)."""
+    text = "a" * 3000
+    asked: list[int] = []
+
+    def count(part: str) -> int:
+        asked.append(len(part))
+        return len(part)
+
+    keep_tail(text, 1000, count)
+    halving = len(asked)
+    asked.clear()
+    keep_tail(text, 1000, count, lambda _text, _max, _tail: 2000)
+    assert (halving, len(asked)) == (14, 4)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from services.sources.relevance import features, similarity
 
@@ -57,3 +62,42 @@ def test_entity_description_is_relevant_to_the_window_that_mentions_it() -> None
     near = features("林远站在灯塔的台阶上，海风很冷。")
     unrelated = similarity(features("苏晴 城里的医生"), near)
     assert (similarity(features("林远 灯塔看守人"), near), unrelated) == (2 / 5, 0.0)
+
+
+_REFERENCE_WORD = re.compile(r"[A-Za-z0-9]+|[^\sA-Za-z0-9\W]", re.UNICODE)
+
+
+def _reference_features(text: str) -> frozenset[str]:
+    """The definition, one match at a time: words of 2+ ASCII letters or digits, and a bigram for
+    every two adjacent single non-ASCII word characters, each lower-cased alone."""
+    words: set[str] = set()
+    last, last_end = "", -1
+    for match in _REFERENCE_WORD.finditer(text):
+        token = match.group().lower()
+        if len(token) > 1:
+            words.add(token)
+        elif not token.isascii():
+            if match.start() == last_end:
+                words.add(last + token)
+            last, last_end = token, match.end()
+    return frozenset(words)
+
+
+_TRICKY = "abcXYZ019_ 中文林远。，İßΣσéÉ１２\n\t-'\u0301\u200b灯塔ǅK"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=_TRICKY, max_size=40) | st.text(max_size=40))
+def test_features_match_the_definition_on_any_text(text: str) -> None:
+    """The run-at-a-time features equal the definition's, including characters whose lower case
+    is longer ("İ") or depends on the next character (capital sigma)."""
+    assert features(text) == _reference_features(text)
+
+
+def test_features_match_the_definition_next_to_every_code_point() -> None:
+    """Every code point, in runs of 50 with its neighbours, gives the definition's features."""
+    points = [chr(n) for n in range(0x110000) if not 0xD800 <= n < 0xE000]
+    random.Random(3).shuffle(points)
+    for start in range(0, len(points), 50):
+        text = "".join(points[start:start + 50])
+        assert features(text) == _reference_features(text)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from services.context.counting import CountCache
 from services.context.models import Window
 from services.context.skills import SKILLS, get_skill
+from services.context.trim import keep_head, keep_tail
 from services.errors import InvalidInput
 from services.sources.window import cut_window
 from services.tokenizer import Tokenizer, TokenizerInfo, resolve_tokenizer
@@ -119,3 +120,55 @@ def test_window_is_the_text_around_the_cursor_within_budget(text: str, position:
     after_budget = int(tokens * skill.after_share)
     assert COUNTER.count(win.before) == win.tokens_before <= tokens - after_budget
     assert COUNTER.count(win.after) == win.tokens_after <= after_budget
+
+
+class CharTokenizer:
+    """One token per character: counts that grow with length, so every cut is exact."""
+
+    @property
+    def info(self) -> TokenizerInfo:
+        return TokenizerInfo(encoding="chars", source="estimate", exact=False)
+
+    def count(self, text: str) -> int:
+        return len(text)
+
+    def encode(self, text: str) -> list[int]:
+        return [ord(c) for c in text]
+
+    def decode(self, tokens: list[int]) -> str:
+        return "".join(map(chr, tokens))
+
+
+def _cut_from_six_per_token(text: str, cursor: int, skill_id: str, tokens: int,
+                            counter: CountCache) -> Window:
+    """The window as it is defined: cut from the slice of 6 characters per token on each side."""
+    skill = SKILLS[skill_id]
+    after_tokens = int(tokens * skill.after_share)
+    before_tokens = tokens - after_tokens
+    before = keep_tail(text[max(0, cursor - before_tokens * 6):cursor], before_tokens, counter.count)
+    after = keep_head(text[cursor:cursor + after_tokens * 6] if after_tokens else "", after_tokens,
+                      counter.count)
+    return Window(before, after, cursor - len(before), cursor, counter.count(before), counter.count(after))
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=DOCUMENT, position=st.floats(min_value=0, max_value=1),
+       skill_id=st.sampled_from(sorted(SKILLS)), tokens=st.integers(min_value=0, max_value=120))
+def test_the_window_is_the_one_cut_from_six_characters_per_token(text: str, position: float,
+                                                                 skill_id: str, tokens: int) -> None:
+    """Starting from a smaller slice and a guessed cut gives exactly the window the whole 6
+    characters per token would give, when counts grow with length."""
+    counter = CountCache(CharTokenizer())
+    cursor = int(position * len(text))
+    assert cut_window(text, cursor, SKILLS[skill_id], tokens, counter) == _cut_from_six_per_token(
+        text, cursor, skill_id, tokens, counter)
+
+
+def test_a_chinese_window_tokenizes_about_its_budget_not_six_times_it() -> None:
+    """At about one token per character, a window of 500 tokens never has more than twice 500
+    characters tokenized at once (the slice starts at one character per token)."""
+    recording = RecordingTokenizer(resolve_tokenizer())
+    counter = CountCache(recording)
+    win = cut_window(CHAPTER, len(CHAPTER) // 2, get_skill("polish"), 500, counter)
+    assert recording.longest <= 2 * 500
+    assert 0.6 * 500 <= win.tokens_before + win.tokens_after <= 500
