@@ -12,7 +12,9 @@ limits, except ``--max-connections``: the default of 32 is raised to hold the
 English), each with 25 chapters of 2,000 to 5,000 tokens, 40 constraints (10
 of them kg-derived), 60 knowledge-graph entities, 20 semantic rules (15
 confirmed) and 50 episodic memories, on the default budget profile (an 8k
-window). Deterministic for a ``--seed``.
+window). Deterministic for a ``--seed``. After seeding, the run waits until
+every project's retrieval index is settled (``index:status``), so the phases
+measure assemblies and not the first indexing; the time it took is reported.
 
 Phases, in order:
 
@@ -286,6 +288,24 @@ class Target:
     document_id: str
     length: int  # code points, the cursor's upper bound
     language: str
+
+
+async def settle_index(url: str, token: str, project_ids: Sequence[str], timeout: float) -> dict[str, Any]:
+    """Wait until no project's retrieval index is indexing; its documents and chunks then."""
+    from tests.support.client import RpcClient
+
+    rpc = await RpcClient.open(url, token)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            states = [await rpc.call("index:status", {"projectId": p}) for p in project_ids]
+            if not any(state["indexing"] for state in states) or time.monotonic() > deadline:
+                return {"settled": not any(state["indexing"] for state in states),
+                        "documents": sum(state["documents"] for state in states),
+                        "chunks": sum(state["chunks"] for state in states)}
+            await asyncio.sleep(0.25)
+    finally:
+        await rpc.close()
 
 
 async def seed(url: str, token: str, projects: Sequence[tuple[ProjectData, Path]]) -> list[Target]:
@@ -582,6 +602,12 @@ async def run_benchmark(args: argparse.Namespace,
             targets = await seed(server.url, server.token,
                                  [(p, root / "projects" / p.name) for p in projects])
             report.data["seed_s"] = time.perf_counter() - started
+            progress("waiting for the retrieval index to settle")
+            started = time.perf_counter()
+            report.data["index"] = await settle_index(server.url, server.token,
+                                                      sorted({t.project_id for t in targets}),
+                                                      args.index_timeout)
+            report.data["index"]["seconds"] = time.perf_counter() - started
             clients = [await LoadClient.open(server.url, server.token) for _ in range(args.connections)]
             try:
                 for n in range(args.bursts):
@@ -668,6 +694,7 @@ def _phase_rows(phases: Sequence[PhaseResult]) -> list[list[str]]:
         rows.append([p.label, str(p.requests), str(p.codes.get("ok", 0)), _fmt(p.ok.p50_ms),
                      _fmt(p.ok.p95_ms), _fmt(p.ok.p99_ms), _fmt(p.ok.max_ms), _fmt(p.throughput, 0),
                      _fmt(p.memory_kib.get("VmHWM", 0) / 1024, 0), _pct(p.load.share(server)),
+                     _fmt(server * 1e3 / p.requests if p.requests else None),
                      _pct(p.load.share(p.load.own_s)), _pct(p.load.share(p.load.others_s))])
     return rows
 
@@ -679,6 +706,7 @@ def render(report: Report) -> str:
     after = m.get("loadavg_after", [math.nan])[0]
     languages = ", ".join(f"{v} {k}" for k, v in data["languages"].items())
     tokens = data["chapter_tokens"]
+    index = data.get("index", {})
     out = [
         f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable){memory}, {m['python']}",
         f"         {m['platform']}",
@@ -688,12 +716,15 @@ def render(report: Report) -> str:
         f"{tokens['min']:,} to {tokens['max']:,} tokens (median {tokens['median']:,}); per project "
         + ", ".join(f"{v} {k}" for k, v in data["per_project"].items())
         + f"; seeded over JSON-RPC in {data['seed_s']:.1f} s",
+        f"Index:   {index.get('documents', 0)} documents, {index.get('chunks', 0)} chunks, settled "
+        f"{'after' if index.get('settled') else 'NOT within'} {index.get('seconds', 0.0):.1f} s more",
         "",
         "context:assemble over the websocket (latency of successful replies in ms; throughput in"
-        " replies/s; peak RSS of the server in MiB; CPU as a share of one core)",
+        " replies/s; peak RSS of the server in MiB; CPU as a share of one core; ms/req: server CPU"
+        " per request, user+sys)",
     ]
     out += _table(["phase", "requests", "ok", "p50", "p95", "p99", "max", "req/s", "peak RSS", "server",
-                   "clients", "others"], _phase_rows(report.phases))
+                   "ms/req", "clients", "others"], _phase_rows(report.phases))
     out.append("")
     out.append("Errors and refusals (CONTEXT_BACKPRESSURE latency in ms; 'at once' = answered in under 1 s)")
     rows = [[p.label, _codes(p), str(p.refused.count), _fmt(p.refused_at_once.p50_ms),
@@ -746,6 +777,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--confirm-steps", type=int, default=2,
                    help="if the long run misses the target, retry this many times 15%% lower")
     p.add_argument("--pause", type=float, default=1.0, help="seconds of rest between phases")
+    p.add_argument("--index-timeout", type=float, default=600.0,
+                   help="seconds to wait for the retrieval index to settle after seeding")
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--save", type=Path, default=None, metavar="PATH", help="also write the JSON report")

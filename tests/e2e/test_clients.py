@@ -216,9 +216,11 @@ async def test_hundreds_of_connection_attempts_are_refused_fast_and_cost_others_
 
 async def test_system_info_answers_within_milliseconds_while_heavy_assemblies_run(
         proc: ServerProcess, rpc: RpcClient, tmp_path: Path) -> None:
-    """CPU-heavy assembly runs off the event loop: while 64 of the biggest assemblies run (8 documents
-    x 8, on two cores), system:info on another connection answers with p95 under 250 ms (the
-    figures measured on the reference machine are in docs/reliability.md).
+    """CPU-heavy assembly runs off the event loop: while 64 of the biggest assemblies are sent (8
+    documents x 8, on two cores; at least the 32 that get a slot at once assemble, the others
+    assemble or are refused with CONTEXT_BACKPRESSURE), system:info on another connection answers
+    with p95 under 250 ms (the figures measured on the reference machine are in
+    docs/reliability.md).
     """
     project, documents, cursor = await heavy_project(rpc, tmp_path / "heavy", documents=8)
     count = 2 * PER_DOCUMENT * len(documents)
@@ -250,11 +252,17 @@ async def test_system_info_answers_within_milliseconds_while_heavy_assemblies_ru
             await worker.close()
 
     assert len(replies) == count
-    assert all(reply.startswith('{"jsonrpc":"2.0","result":{"prompt":') for reply in replies)
-    assert all(json.loads(reply)["result"]["tokenCount"] > 40_000 for reply in replies[:4])
+    # The 4 running per document always assemble; the 4 queued behind them may be refused when
+    # their wait would pass the deadline on a slow or busy machine.
+    results = [r for r in replies if r.startswith('{"jsonrpc":"2.0","result":{"prompt":')]
+    refused = [r for r in replies if r not in results]
+    assert all(json.loads(r)["error"]["data"]["code"] == "CONTEXT_BACKPRESSURE" for r in refused)
+    assert len(results) >= PER_DOCUMENT * len(documents)
+    assert all(json.loads(reply)["result"]["tokenCount"] > 40_000 for reply in results[:4])
     assert len(latencies) >= 20, "the assemblies finished before system:info was sampled"
     ordered = sorted(latencies)
-    summary = {"samples": len(ordered), "p50_ms": percentile(ordered, 50) * 1e3,
+    summary = {"samples": len(ordered), "assembled": len(results), "refused": len(refused),
+               "p50_ms": percentile(ordered, 50) * 1e3,
                "p95_ms": percentile(ordered, 95) * 1e3, "max_ms": ordered[-1] * 1e3}
     print("system:info under load:", json.dumps(summary))
     assert summary["p95_ms"] < 250

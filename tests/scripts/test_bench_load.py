@@ -81,8 +81,9 @@ def fake_result(p95: float) -> bench_load.PhaseResult:
 def test_whole_run_against_a_real_server(capsys: pytest.CaptureFixture[str]) -> None:
     """One tiny run end to end: every 4-per-document request succeeds; at 20 per document each
     document answers 12 and refuses the rest with CONTEXT_BACKPRESSURE and a retryAfterMs hint;
-    the sustained phase runs at the given rate; peak RSS and machine facts are reported; the
-    server exits cleanly; the readable table renders from the same report.
+    the sustained phase runs at the given rate; the phases start once the retrieval index has
+    settled; peak RSS and machine facts are reported; the server exits cleanly; the readable table
+    renders from the same report.
     """
     assert bench_load.main([*TINY, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -101,6 +102,7 @@ def test_whole_run_against_a_real_server(capsys: pytest.CaptureFixture[str]) -> 
     assert burst["memory_kib"]["VmHWM"] > 10_000
     assert report["machine"]["cores"] >= 1
     assert report["data"]["documents"] == 4
+    assert (report["data"]["index"]["settled"], report["data"]["index"]["documents"]) == (True, 4)
     assert report["server_exit"] == 0
     assert report["sustained_rate"] == 10
 
