@@ -31,7 +31,7 @@ from services.context.models import (
 )
 from services.context.render import join_layers, render_sections, render_window
 from services.context.screening import check_scope, dropped, screen
-from services.context.trim import keep_head, keep_tail
+from services.context.trim import first_true, keep_head, keep_tail
 from services.errors import InputTooLarge
 
 _log = structlog.get_logger("context.engine")
@@ -117,37 +117,9 @@ def _mentioned(items: list[Item], window: Window | None) -> set[str]:
 
 
 def _first_fit(fits: Callable[[int], bool], last: int, guess: int) -> int:
-    """The smallest ``k`` in ``1..last`` with ``fits(k)``, given ``fits(last)`` and not ``fits(0)``.
-
-    ``fits`` must be monotone (once true, true for every larger ``k``). Probes
-    gallop out from ``guess`` and then bisect, so a good guess costs two calls.
-    """
-    lo, hi = 0, last  # fits(lo) is false, fits(hi) is true
-    probe = min(max(guess, 1), last)
-    step = 1
-    if fits(probe):
-        hi = probe
-        while hi - step > lo:
-            if not fits(hi - step):
-                lo = hi - step
-                break
-            hi -= step
-            step *= 2
-    else:
-        lo = probe
-        while lo + step < hi:
-            if fits(lo + step):
-                hi = lo + step
-                break
-            lo += step
-            step *= 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    """The smallest ``k`` in ``1..last`` with ``fits(k)``, given ``fits(last)`` and not ``fits(0)``;
+    probes gallop out from ``guess`` and then bisect, so a good guess costs two calls."""
+    return first_true(fits, 0, last, min(max(guess, 1), last))
 
 
 def _guess(sequence: Sequence[Item], excess: int) -> int:

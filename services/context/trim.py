@@ -21,14 +21,14 @@ _CLOSERS = frozenset("\"'”’」』）)】 \t")
 _SNAP_SHARE = 0.35
 
 
-def _boundary(ok: Callable[[int], bool], lo: int, hi: int, guess: int | None) -> int:
+def first_true(ok: Callable[[int], bool], lo: int, hi: int, guess: int | None) -> int:
     """The smallest ``k`` in ``lo + 1 .. hi`` with ``ok(k)``, where ``ok(lo)`` is false and
-    ``ok(hi)`` true and ``ok`` is taken to be monotone.
+    ``ok(hi)`` true and ``ok`` is taken to be monotone (shared by trimming and budget fitting).
 
     Without a guess this bisects; with one it gallops out from it first, so a guess that
     is right or one off costs two calls instead of one per halving.
     """
-    if guess is not None and lo < guess < hi:
+    if guess is not None and lo < guess <= hi:
         step = 1
         if ok(guess):
             hi = guess
@@ -59,7 +59,7 @@ def _first_start(text: str, max_tokens: int, count: Count, guess: int | None = N
     """Smallest start index whose suffix fits ``max_tokens``, given that the whole text does not."""
     if guess is not None:
         # The suffix from len(text) (empty) always fits; the one from 0 (all of it) does not.
-        return _boundary(lambda start: count(text[start:]) <= max_tokens, 0, len(text), guess)
+        return first_true(lambda start: count(text[start:]) <= max_tokens, 0, len(text), guess)
     lo, hi = 0, len(text)  # binary search; the suffix from hi (empty) always fits
     while lo < hi:
         mid = (lo + hi) // 2
@@ -127,7 +127,7 @@ def keep_head(text: str, max_tokens: int, count: Count, locate: Locate | None = 
         end = lo
     else:
         # The first length that does not fit, less one; the empty prefix fits, the whole does not.
-        end = _boundary(lambda length: count(text[:length]) > max_tokens, 0, len(text), guess + 1) - 1
+        end = first_true(lambda length: count(text[:length]) > max_tokens, 0, len(text), guess + 1) - 1
     floor = int(end * (1 - _SNAP_SHARE))
     for i in range(end - 1, floor - 1, -1):
         if text[i] in _ENDS:
