@@ -296,8 +296,11 @@ def _trim_excess(state: _State, texts: dict[Layer, str], excess: int) -> None:
 
 
 def _check_input_size(request: Request) -> None:
+    # Passages from the project's index are not the writer's input: they are bounded apart (at
+    # most MAX_RETRIEVED chunks of about 200 tokens) and trimmed by the budget like any candidate.
     window = request.window
-    gathered = sum(max(i.tokens, 0) for i in request.items) + request.instruction_tokens
+    gathered = sum(max(i.tokens, 0) for i in request.items if i.section != "passages")
+    gathered += request.instruction_tokens
     gathered += (window.tokens_before + window.tokens_after) if window else 0
     if gathered > MAX_INPUT_TOKENS:
         raise InputTooLarge(tokens=gathered, limit=MAX_INPUT_TOKENS)

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from services.context.budget import MAX_INPUT_TOKENS
 from services.context.engine import Request, assemble
 from services.context.hashing import sha256_hex
-from services.context.models import BudgetProfile, Layer
+from services.context.models import BudgetProfile, Item, Layer
 from services.errors import InputTooLarge, ScopeViolation
 from tests.services.context.factory import PROJECT, counter, item, window
 
@@ -109,8 +110,9 @@ def test_duplicates_are_skipped() -> None:
 
 
 def test_input_above_64k_tokens_is_refused() -> None:
-    """Gathered input above 64k tokens answers CONTEXT_INPUT_TOO_LARGE."""
-    items = (item("r1", "passages", "x", tokens=70_000),)
+    """Gathered input above 64k tokens answers CONTEXT_INPUT_TOO_LARGE (passages from the index are
+    bounded apart; see the next test)."""
+    items = (item("h1", "history", "x", tokens=70_000),)
     with pytest.raises(InputTooLarge):
         assemble(_request(items), counter())
 
@@ -176,3 +178,21 @@ def test_narrative_and_constraints_order_without_type_errors() -> None:
              item("constraint:1", "constraints", "约束", key=-1, origin="kg"),
              item("entity:3", "entities", "林远", key=0.5, names=("林远",)))
     assert assemble(_request(items), counter()).layers[Layer.RULES].tokens > 0
+
+
+def test_retrieved_passages_do_not_count_towards_the_input_cap() -> None:
+    """200 passages of the project's own text (bounded apart) never turn a request that is within
+    MAX_INPUT_TOKENS into CONTEXT_INPUT_TOO_LARGE; the budget trims them like any candidate. Other
+    gathered items still count."""
+    passages = tuple(item(f"chunk:a.md#{n}", "passages", "灯塔", tokens=MAX_INPUT_TOKENS // 100)
+                     for n in range(200))
+    history = (item("episode:1", "history", "旧事", tokens=MAX_INPUT_TOKENS + 1),)
+
+    def request(items: tuple[Item, ...]) -> Request:
+        return Request(project_id=PROJECT, language="zh", profile=BudgetProfile(), system_prompt_tokens=10,
+                       items=items, window=None)
+
+    result = assemble(request(passages), counter())
+    assert result.token_count <= result.budget.total
+    with pytest.raises(InputTooLarge):
+        assemble(request(passages + history), counter())
