@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import logging
 import os
 import platform
 import random
@@ -31,14 +29,12 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from scripts.eval_retrieval import quiet_logs
 from services.retrieval import build_retrieval
 from services.retrieval.embeddings import shared_encoder
 from tests.support.scenarios import zh_chapter
@@ -167,19 +163,6 @@ def render(result: dict[str, Any]) -> str:
         f"Hybrid search over the full index: {search['queries']} queries, p50 {search['p50_ms']} ms, "
         f"p95 {search['p95_ms']} ms",
     ])
-
-
-@contextlib.contextmanager
-def quiet_logs() -> Iterator[None]:
-    """Log lines (ids and counts) would interleave with the figures: only warnings, on stderr; the
-    previous configuration comes back after."""
-    saved = structlog.get_config()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-                        logger_factory=structlog.PrintLoggerFactory(sys.stderr))
-    try:
-        yield
-    finally:
-        structlog.configure(**saved)
 
 
 def main(argv: list[str] | None = None) -> int:
