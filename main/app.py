@@ -29,6 +29,7 @@ from main.lock import DataDirLock
 from main.version import NAME, VERSION
 from services.assembly.profiles import BudgetProfiles
 from services.assembly.service import Collaborators, ContextService
+from services.caches import SourceCaches
 from services.knowledge import ConstraintService, KgService
 from services.memory import EpisodicMemoryService, SemanticMemoryService
 from services.projects import DocumentStore, ProjectService
@@ -65,6 +66,8 @@ class Services:
     tokenizer: Tokenizer
     documents: DocumentStore
     retrieval: Retrieval
+    # Bounded, per project: what the source providers keep of each record between assemblies.
+    caches: SourceCaches = field(default_factory=SourceCaches)
     closers: list[Callable[[], None]] = field(default_factory=list)
 
     async def aclose(self) -> None:
@@ -135,15 +138,17 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     register_retrieval(registry, retrieval)
     profiles = BudgetProfiles(database)
     constraint_list = shared(constraints.list)
+    caches = services.caches
     context = ContextService(Collaborators(
         settings=projects.get_settings,
         read_document=documents.read,
         profiles=profiles.get,
         providers=(
             UserConstraintsProvider(constraint_list),
-            KnowledgeGraphProvider(constraint_list, kg.list),
+            KnowledgeGraphProvider(constraint_list, kg.list, sheets=caches.entity_sheets),
             SemanticMemoryProvider(partial(semantic.list, confirmed_only=True)),
-            EpisodicMemoryProvider(partial(episodic.list, limit=EPISODES_CONSIDERED)),
+            EpisodicMemoryProvider(partial(episodic.list, limit=EPISODES_CONSIDERED),
+                                   texts=caches.episode_texts),
             RetrievalProvider(retrieval, services.tokenizer.info.encoding),
         ),
         tokenizers=TokenizerRegistry(config.tokenizer_encoding),

@@ -78,6 +78,7 @@ from scripts.bench_rpc import (
     request_text,
     top_functions,
 )
+from services.caches import SourceCaches
 from services.context.budget import make_budget
 from services.context.counting import CountCache
 from services.context.engine import Request, assemble
@@ -99,6 +100,8 @@ NOISY_SHARE = 0.1  # other processes' CPU (share of a core) above which a phase 
 PROJECT_ID = "bench-project"
 SKILL = "continue"
 LANGUAGE = "zh"
+# The providers' per-project caches, made once as the composition root makes them for the app.
+SOURCE_CACHES = SourceCaches()
 
 # --------------------------------------------------------------------------- the corpus
 
@@ -274,8 +277,8 @@ async def gather_items(corpus: Corpus, window: Window, counter: CountCache) -> t
                         additional_input=corpus.instruction, counter=counter)
     items: list[Item] = []
     items += await UserConstraintsProvider(lambda _: _fixed(records)).gather(ctx)
-    items += await KnowledgeGraphProvider(lambda _: _fixed(records),
-                                          lambda _: _fixed(entities)).gather(ctx)
+    items += await KnowledgeGraphProvider(lambda _: _fixed(records), lambda _: _fixed(entities),
+                                          sheets=SOURCE_CACHES.entity_sheets).gather(ctx)
     items += await SemanticMemoryProvider(lambda _: _fixed(rules)).gather(ctx)
     narrative = "叙述人称：" + corpus.narrative_person
     items.append(Item(id="settings:narrative", layer=Layer.RULES, section="narrative",

@@ -9,7 +9,6 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from services.concurrency.snapshots import snapshots_for
 from services.context.budget import validate_profile
 from services.context.models import LAYER_ORDER, BudgetProfile
 from services.errors import BudgetConflict, ProjectNotFound
@@ -41,7 +40,7 @@ def _columns(profile: BudgetProfile) -> dict[str, Any]:
 class BudgetProfiles:
     def __init__(self, database: Database) -> None:
         self._db = database
-        self._snapshots = snapshots_for(database.engine)
+        self._snapshots = database.snapshots
 
     async def get(self, project_id: str) -> BudgetProfile:
         """The project's profile (the default, stored, on first use); kept until the next update."""

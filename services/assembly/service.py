@@ -35,7 +35,7 @@ from services.context.models import (
 from services.context.skills import Skill, get_skill
 from services.errors import InputTooLarge
 from services.sources.base import GatherContext, Provider
-from services.sources.relevance import window_features
+from services.sources.relevance import features
 from services.sources.window import cut_window
 from services.tokenizer import Tokenizer
 from services.tokenizer.estimate import ConservativeEstimate
@@ -98,6 +98,7 @@ class _Prepared:
     system_tokens: int
     instruction: str
     instruction_tokens: int
+    cursor_features: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,8 @@ class ContextService:
                                            counter)
         ctx = GatherContext(project_id=request.project_id, document_id=request.document_id,
                             language=language, skill=skill, window=prepared.window,
-                            additional_input=request.additional_input, counter=counter)
+                            additional_input=request.additional_input, counter=counter,
+                            cursor_features=prepared.cursor_features)
         gathered, gather_warnings = await self._gather(ctx)
         items = (*self._settings_items(settings, request.project_id, counter), *gathered)
         engine_request = Request(
@@ -189,8 +191,8 @@ class ContextService:
         window_tokens = min(budget.total, max(budget.shares[Layer.IMMEDIATE],
                                               budget.minimums[Layer.IMMEDIATE]))
         window = cut_window(text, request.cursor_position, skill, window_tokens, counter)
-        window_features(window.before + window.after)  # once here, for every provider that ranks by it
-        return _Prepared(window, system_tokens, instruction, instruction_tokens)
+        near = features(window.before + window.after)  # once here, for every provider that ranks by it
+        return _Prepared(window, system_tokens, instruction, instruction_tokens, near)
 
     async def _gather(self, ctx: GatherContext) -> tuple[list[Item], list[str]]:
         results = await asyncio.gather(*(self._run(p, ctx) for p in self._c.providers))

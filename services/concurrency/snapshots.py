@@ -13,8 +13,8 @@ generation before it runs and its result is kept only if the generation is
 still the same afterwards: a read that overlapped a write is used once and
 never served again. So the next read after a write always sees it.
 
-One :class:`Snapshots` belongs to one database (:func:`snapshots_for`), so two
-service objects on the same database see each other's writes.
+One :class:`Snapshots` belongs to one database (``Database.snapshots``, made
+with it), so two service objects on the same database see each other's writes.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import TypeVar, cast
@@ -110,15 +109,3 @@ class Snapshots:
         finally:
             self.changed(table, project_id)
 
-
-_by_owner: weakref.WeakKeyDictionary[object, Snapshots] = weakref.WeakKeyDictionary()
-_by_owner_lock = threading.Lock()
-
-
-def snapshots_for(owner: object) -> Snapshots:
-    """The one :class:`Snapshots` of ``owner`` (a database's engine), made on first use."""
-    with _by_owner_lock:
-        found = _by_owner.get(owner)
-        if found is None:
-            found = _by_owner[owner] = Snapshots()
-        return found

@@ -13,7 +13,6 @@ from typing import Any
 import structlog
 from sqlmodel import Session, col, select
 
-from services.concurrency.snapshots import snapshots_for
 from services.errors import ConstraintsLimit
 from services.knowledge.records import (
     MAX_CONSTRAINTS,
@@ -63,7 +62,7 @@ class ConstraintService:
     def __init__(self, database: Database, *, limit: int = MAX_CONSTRAINTS) -> None:
         self._db = database
         self._limit = limit
-        self._snapshots = snapshots_for(database.engine)
+        self._snapshots = database.snapshots
 
     async def list(self, project_id: str) -> list[ConstraintRecord]:
         """Every constraint, most important first (priority descending, then oldest first).

@@ -16,7 +16,6 @@ import structlog
 from sqlalchemy import ColumnElement, exists
 from sqlmodel import Session, col, select
 
-from services.concurrency.snapshots import snapshots_for
 from services.errors import RecordNotFound
 from services.knowledge.records import Aliases, Description, EntityKind, EntityName, KgEntityRecord
 from services.projects.inputs import Input, invalid, validated
@@ -58,7 +57,7 @@ class KgService:
 
     def __init__(self, database: Database) -> None:
         self._db = database
-        self._snapshots = snapshots_for(database.engine)
+        self._snapshots = database.snapshots
 
     async def list(self, project_id: str, kind: EntityKind | None = None) -> list[KgEntityRecord]:
         """The project's entities (of one kind, if given), by kind then name.

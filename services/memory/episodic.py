@@ -11,7 +11,6 @@ import asyncio
 import structlog
 from sqlmodel import col, select
 
-from services.concurrency.snapshots import snapshots_for
 from services.memory.records import (
     DEFAULT_EPISODES_LISTED,
     EpisodeLimit,
@@ -47,7 +46,7 @@ class EpisodicMemoryService:
 
     def __init__(self, database: Database) -> None:
         self._db = database
-        self._snapshots = snapshots_for(database.engine)
+        self._snapshots = database.snapshots
 
     async def add(self, project_id: str, *, output: str, instruction: str = "",
                   document_id: str | None = None, skill_id: str | None = None) -> EpisodeRecord:

@@ -13,7 +13,6 @@ import structlog
 from sqlalchemy import exists
 from sqlmodel import Session, col, select
 
-from services.concurrency.snapshots import snapshots_for
 from services.errors import RecordNotFound
 from services.memory.records import Category, Confidence, RuleText, SemanticRuleRecord
 from services.projects.inputs import Input, invalid, validated
@@ -48,7 +47,7 @@ class SemanticMemoryService:
 
     def __init__(self, database: Database) -> None:
         self._db = database
-        self._snapshots = snapshots_for(database.engine)
+        self._snapshots = database.snapshots
 
     async def list(self, project_id: str, *, confirmed_only: bool = False) -> list[SemanticRuleRecord]:
         """The rules, most confident first (the order the Settings layer keeps them in).

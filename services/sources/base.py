@@ -9,6 +9,7 @@ from typing import Protocol
 from services.context.counting import CountCache
 from services.context.models import Item, Window
 from services.context.skills import Skill
+from services.sources.relevance import features
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,11 +23,21 @@ class GatherContext:
     window: Window
     additional_input: str
     counter: CountCache
+    # features() of cursor_text, made once per assembly (off the event loop) by whoever builds the
+    # context, for every provider that ranks by it; None: each provider makes them itself.
+    cursor_features: frozenset[str] | None = None
 
     @property
     def cursor_text(self) -> str:
         """The text around the cursor, for relevance."""
         return self.window.before + self.window.after
+
+    @property
+    def near_cursor(self) -> frozenset[str]:
+        """The relevance features of the text around the cursor (``cursor_features`` if given)."""
+        if self.cursor_features is not None:
+            return self.cursor_features
+        return features(self.cursor_text)
 
     @property
     def query(self) -> str:

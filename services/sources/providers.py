@@ -8,22 +8,24 @@ Turning records into items counts tokens and extracts relevance features, both
 CPU work proportional to the text (a 60k-token instruction, a 200,000-character
 past interaction), so it runs in a worker thread: the event loop only awaits.
 What depends on a record alone (its rendered text and its features) is kept
-by content, so an assembly recomputes only what depends on the cursor: each
-record's similarity to the text around it.
+by content in a bounded per-project cache (:mod:`services.caches`) that the
+composition root hands in, so an assembly recomputes only what depends on the
+cursor: each record's similarity to the text around it. A provider built
+without one gets a private cache of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
 
+from services.caches import ProjectCache, Rendered, entity_sheet_cache, episode_text_cache
 from services.context.models import Item, Layer
 from services.sources.base import GatherContext
 from services.sources.records import ConstraintLike, EntityLike, EpisodeLike, Fetch, SemanticRuleLike
-from services.sources.relevance import features, similarity, window_features
+from services.sources.relevance import features, similarity
 
 ENTITY_KINDS = {
     "zh": {"character": "角色", "location": "地点", "object": "物品", "group": "组织", "concept": "概念"},
@@ -64,30 +66,28 @@ class KnowledgeGraphProvider:
     fetch_entities: Fetch[EntityLike]
     name: str = "kg"
     warning: str = "KG_UNAVAILABLE"
+    sheets: ProjectCache[Hashable, Rendered] = field(default_factory=entity_sheet_cache, repr=False)
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
         constraints = await self.fetch_constraints(ctx.project_id)
         entities = await self.fetch_entities(ctx.project_id)
         return await asyncio.to_thread(self._items, constraints, entities, ctx)
 
-    @classmethod
-    def _items(cls, constraints: Sequence[ConstraintLike], entities: Sequence[EntityLike],
+    def _items(self, constraints: Sequence[ConstraintLike], entities: Sequence[EntityLike],
                ctx: GatherContext) -> list[Item]:
         items = [_constraint_item(r, ctx) for r in constraints if r.source == "kg"]
-        near = window_features(ctx.cursor_text)
-        return items + [cls._entity(e, ctx, near) for e in entities]
+        near = ctx.near_cursor
+        return items + [self._entity(e, ctx, near) for e in entities]
 
-    @staticmethod
-    def _entity(entity: EntityLike, ctx: GatherContext, near: frozenset[str]) -> Item:
-        text, own = _entity_sheet(ctx.language, entity.kind, entity.name, tuple(entity.aliases),
-                                  entity.description)
+    def _entity(self, entity: EntityLike, ctx: GatherContext, near: frozenset[str]) -> Item:
+        key = (ctx.language, entity.kind, entity.name, tuple(entity.aliases), entity.description)
+        text, own = self.sheets.get_or_make(entity.project_id, key, lambda: _entity_sheet(*key))
         return Item(id=f"entity:{entity.id}", layer=Layer.RULES, section="entities",
                     source=f"kg:{entity.kind}", text=text, tokens=ctx.counter.count(text),
                     key=round(similarity(own, near), 6), key_name="relevance",
                     project_id=entity.project_id, origin="kg", names=(entity.name, *entity.aliases))
 
 
-@functools.lru_cache(maxsize=4096)
 def _entity_sheet(language: str, kind: str, name: str, aliases: tuple[str, ...],
                   description: str) -> tuple[str, frozenset[str]]:
     """An entity's sheet as the prompt shows it, and the features its relevance is judged by."""
@@ -134,30 +134,27 @@ class EpisodicMemoryProvider:
     fetch: Fetch[EpisodeLike]
     name: str = "memory"
     warning: str = "MEMORY_UNAVAILABLE"
+    texts: ProjectCache[Hashable, Rendered] = field(default_factory=episode_text_cache, repr=False)
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
         records = await self.fetch(ctx.project_id)
         return await asyncio.to_thread(self._items, records, ctx)
 
-    @classmethod
-    def _items(cls, records: Sequence[EpisodeLike], ctx: GatherContext) -> list[Item]:
+    def _items(self, records: Sequence[EpisodeLike], ctx: GatherContext) -> list[Item]:
         episodes = sorted(records, key=lambda e: e.created_at, reverse=True)
         # A space never joins a bigram, so this is features() of the two texts joined.
-        near = window_features(ctx.cursor_text) | features(ctx.additional_input)
-        return [cls._item(e, rank, near, ctx) for rank, e in enumerate(episodes)]
+        near = ctx.near_cursor | features(ctx.additional_input)
+        return [self._item(e, rank, near, ctx) for rank, e in enumerate(episodes)]
 
-    @staticmethod
-    def _item(episode: EpisodeLike, rank: int, near: frozenset[str], ctx: GatherContext) -> Item:
-        text, own = _episode_text(ctx.language, episode.instruction, episode.output)
+    def _item(self, episode: EpisodeLike, rank: int, near: frozenset[str], ctx: GatherContext) -> Item:
+        key = (ctx.language, episode.instruction, episode.output)
+        text, own = self.texts.get_or_make(episode.project_id, key, lambda: _episode_text(*key))
         score = 0.7 * similarity(own, near) + 0.3 * math.pow(_RECENCY_DECAY, rank)
         return Item(id=f"episode:{episode.id}", layer=Layer.RETRIEVED, section="history",
                     source="episodic", text=text, tokens=ctx.counter.count(text), key=round(score, 6),
                     key_name="score", project_id=episode.project_id)
 
 
-# Fewer than entity sheets: an output may be 200,000 characters. Ten projects' worth of the
-# episodes an assembly ranks.
-@functools.lru_cache(maxsize=512)
 def _episode_text(language: str, instruction: str, output: str) -> tuple[str, frozenset[str]]:
     """A past interaction as the prompt shows it, and the features its relevance is judged by."""
     if language == "zh":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import operator
 import re
 from collections.abc import Set as AbstractSet
@@ -42,13 +41,6 @@ def _add_char_by_char(run: str, found: set[str]) -> None:
         if last:
             found.add(last + lower)
         last = lower
-
-
-@functools.lru_cache(maxsize=16)
-def window_features(text: str) -> frozenset[str]:
-    """``features`` of the text around a cursor, kept for the few assemblies at work at once
-    (two providers of each ask for it)."""
-    return features(text)
 
 
 def similarity(a: AbstractSet[str], b: AbstractSet[str]) -> float:

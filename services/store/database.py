@@ -8,7 +8,7 @@ database runs every step it has not seen yet.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -16,6 +16,7 @@ from sqlalchemy import Engine, event
 from sqlalchemy.engine import make_url
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
+from services.concurrency.snapshots import Snapshots
 from services.store import tables  # noqa: F401  (registers every table with SQLModel.metadata)
 
 _log = structlog.get_logger("store")
@@ -54,8 +55,15 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 @dataclass
 class Database:
+    """One opened database, and the one :class:`Snapshots` of what its services read.
+
+    Every service on this database reads and writes through ``snapshots``, so each sees the
+    others' writes; another database has its own.
+    """
+
     engine: Engine
     schema_version: int
+    snapshots: Snapshots = field(default_factory=Snapshots, repr=False, compare=False)
 
     def session(self) -> Session:
         return Session(self.engine)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import threading
+from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine
 
-from services.concurrency.snapshots import Snapshots, snapshots_for
+from services.concurrency.snapshots import Snapshots
+from services.knowledge import ConstraintService, KgService
+from services.store import open_database
 
 
 async def test_a_kept_read_answers_until_a_write_to_its_table_and_project() -> None:
@@ -114,15 +115,21 @@ async def test_at_most_max_entries_are_kept_least_recently_used_first_out() -> N
     assert loads == ["a", "b", "c", "b"]
 
 
-def test_one_snapshots_per_database_engine_and_none_kept_alive_by_it() -> None:
-    """Services on the same engine share one Snapshots (each sees the others' writes); another
-    engine has its own; a disposed engine's entry goes away with it."""
-    engine, other = create_engine("sqlite://"), create_engine("sqlite://")
-    assert snapshots_for(engine) is snapshots_for(engine)
-    assert snapshots_for(engine) is not snapshots_for(other)
-    mine = snapshots_for(other)
-    mine.changed("t", "p")
-    del other
-    gc.collect()
-    fresh = create_engine("sqlite://")
-    assert snapshots_for(fresh).generation("t", "p") == 0
+def test_one_snapshots_per_database_shared_by_its_services_and_none_between_databases(
+        tmp_path: Path) -> None:
+    """A Database owns one Snapshots, which every service built on it uses (each sees the others'
+    writes); another database has its own, so nothing is kept in a registry between them."""
+    first = open_database(f"sqlite:///{tmp_path / 'a.db'}")
+    second = open_database(f"sqlite:///{tmp_path / 'b.db'}")
+    try:
+        assert first.snapshots is first.snapshots
+        assert first.snapshots is not second.snapshots
+        kg, constraints = KgService(first), ConstraintService(first)
+        assert kg._snapshots is first.snapshots
+        assert constraints._snapshots is first.snapshots
+        assert KgService(second)._snapshots is second.snapshots
+        first.snapshots.changed("t", "p")
+        assert second.snapshots.generation("t", "p") == 0
+    finally:
+        first.close()
+        second.close()

@@ -10,6 +10,7 @@ from typing import TypeVar
 
 import pytest
 
+from services.caches import SourceCaches
 from services.context.counting import CountCache
 from services.context.models import Item, Layer
 from services.context.skills import get_skill
@@ -169,6 +170,54 @@ async def test_episode_text_in_english() -> None:
     store = Store([Episode(1, "Continue", "The wind rose.")])
     items = await EpisodicMemoryProvider(store.fetch(Episode)).gather(_ctx("en"))
     assert items[0].text == "Instruction: Continue\nAccepted: The wind rose."
+
+
+async def test_rendered_records_are_kept_in_the_injected_cache_of_their_project() -> None:
+    """The kg and episodic providers keep each record's rendered text and features in the cache they
+    were given, under the record's project: the next assembly reuses the same text object, and
+    dropping the project forgets them."""
+    caches = SourceCaches()
+    store = Store([Entity(7, "林远", "灯塔看守人。"), Episode(1, "写海风", "海风灌进来。")])
+    kg = KnowledgeGraphProvider(store.fetch(Constraint), store.fetch(Entity), sheets=caches.entity_sheets)
+    episodic = EpisodicMemoryProvider(store.fetch(Episode), texts=caches.episode_texts)
+    first = [*await kg.gather(_ctx()), *await episodic.gather(_ctx())]
+    second = [*await kg.gather(_ctx()), *await episodic.gather(_ctx())]
+    assert [a.text is b.text for a, b in zip(first, second, strict=True)] == [True, True]
+    assert caches.entity_sheets.entries("p1") == 1
+    assert caches.episode_texts.entries("p1") == 1
+    caches.drop("p1")
+    assert caches.entity_sheets.entries("p1") == 0
+    assert caches.episode_texts.entries("p1") == 0
+    assert [i.text for i in await kg.gather(_ctx())] == [first[0].text]
+
+
+async def test_providers_built_without_a_cache_share_none() -> None:
+    """A provider built without a cache gets a private one: two such providers keep nothing in common."""
+    store = Store([Entity(7, "林远", "灯塔看守人。")])
+    one = KnowledgeGraphProvider(store.fetch(Constraint), store.fetch(Entity))
+    other = KnowledgeGraphProvider(store.fetch(Constraint), store.fetch(Entity))
+    assert one.sheets is not other.sheets
+    await one.gather(_ctx())
+    assert one.sheets.entries("p1") == 1
+    assert other.sheets.entries("p1") == 0
+    assert EpisodicMemoryProvider(store.fetch(Episode)).texts is not \
+        EpisodicMemoryProvider(store.fetch(Episode)).texts
+
+
+async def test_cursor_features_given_in_the_context_are_what_relevance_is_judged_against() -> None:
+    """GatherContext.cursor_features (made once per assembly) replaces features of the cursor text;
+    without it a provider makes them from the window itself."""
+    store = Store([Entity(7, "林远", "灯塔看守人。"), Entity(8, "北港", "海边的小镇。", kind="location")])
+    provider = KnowledgeGraphProvider(store.fetch(Constraint), store.fetch(Entity))
+    ctx = _ctx()
+    assert ctx.cursor_features is None
+    assert ctx.near_cursor == features(ctx.cursor_text)
+    given = replace(ctx, cursor_features=features("北港 海边的小镇"))
+    assert given.near_cursor == features("北港 海边的小镇")
+    by_window = {i.id: i.key for i in await provider.gather(ctx)}
+    by_given = {i.id: i.key for i in await provider.gather(given)}
+    assert by_window["entity:7"] > by_window["entity:8"]
+    assert by_given["entity:8"] > by_given["entity:7"]
 
 
 async def test_records_keep_their_own_project_for_the_scope_check() -> None:

@@ -1,0 +1,177 @@
+"""Bounded caches scoped to a project, owned by the composition root.
+
+A :class:`ProjectCache` keeps values by project id and key. Every project has
+its own bounds (a number of entries and a total size, in whatever unit the
+cache's ``size`` function measures, characters for texts), least recently
+used first out, so one project filling its share never evicts another
+project's entries. The number of projects kept is bounded too: past it, the
+project used least recently goes as a whole. :meth:`ProjectCache.drop`
+forgets one project at once.
+
+Nothing here is module-level: the composition root makes the instances and
+hands them to the objects that use them, and an object built without one gets
+a private instance of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class _Missing:
+    pass
+
+
+_MISSING = _Missing()
+
+
+class _Partition(Generic[K, V]):
+    __slots__ = ("entries", "size")
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self.size = 0
+
+
+class ProjectCache(Generic[K, V]):
+    """Values by (project id, key), bounded per project by entry count and total size.
+
+    Thread-safe: providers fill it from worker threads. A value larger than
+    ``max_size`` on its own is returned but not kept.
+    """
+
+    def __init__(self, *, max_entries: int, max_size: int, max_projects: int,
+                 size: Callable[[V], int] = lambda _: 1) -> None:
+        if min(max_entries, max_size, max_projects) < 1:
+            raise ValueError("cache bounds must be positive")
+        self.max_entries = max_entries
+        self.max_size = max_size
+        self.max_projects = max_projects
+        self._size = size
+        self._lock = threading.Lock()
+        self._projects: OrderedDict[str, _Partition[K, V]] = OrderedDict()
+
+    def get(self, project_id: str, key: K) -> V | None:
+        """The kept value, or None (and it becomes the project's most recently used)."""
+        found = self._get(project_id, key)
+        return None if isinstance(found, _Missing) else found
+
+    def get_or_make(self, project_id: str, key: K, make: Callable[[], V]) -> V:
+        """The kept value of ``key``, else ``make()`` (run outside the lock), kept for next time."""
+        found = self._get(project_id, key)
+        if not isinstance(found, _Missing):
+            return found
+        value = make()
+        self.put(project_id, key, value)
+        return value
+
+    def put(self, project_id: str, key: K, value: V) -> None:
+        """Keep ``value``, then drop the project's least recently used entries past its bounds."""
+        size = self._size(value)
+        if size > self.max_size:
+            return
+        with self._lock:
+            partition = self._projects.get(project_id)
+            if partition is None:
+                partition = self._projects[project_id] = _Partition()
+            self._projects.move_to_end(project_id)
+            old = partition.entries.pop(key, None)
+            if old is not None:
+                partition.size -= old[1]
+            partition.entries[key] = (value, size)
+            partition.size += size
+            while len(partition.entries) > self.max_entries or partition.size > self.max_size:
+                _, (_, dropped) = partition.entries.popitem(last=False)
+                partition.size -= dropped
+            while len(self._projects) > self.max_projects:
+                self._projects.popitem(last=False)
+
+    def drop(self, project_id: str) -> None:
+        """Forget every entry of ``project_id``."""
+        with self._lock:
+            self._projects.pop(project_id, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._projects.clear()
+
+    def entries(self, project_id: str) -> int:
+        """How many entries ``project_id`` has kept."""
+        with self._lock:
+            partition = self._projects.get(project_id)
+            return len(partition.entries) if partition else 0
+
+    def size(self, project_id: str) -> int:
+        """The total size of ``project_id``'s kept entries."""
+        with self._lock:
+            partition = self._projects.get(project_id)
+            return partition.size if partition else 0
+
+    def projects(self) -> list[str]:
+        """The projects with kept entries, least recently used first."""
+        with self._lock:
+            return list(self._projects)
+
+    def _get(self, project_id: str, key: K) -> V | _Missing:
+        with self._lock:
+            partition = self._projects.get(project_id)
+            if partition is None:
+                return _MISSING
+            entry = partition.entries.get(key)
+            if entry is None:
+                return _MISSING
+            partition.entries.move_to_end(key)
+            self._projects.move_to_end(project_id)
+            return entry[0]
+
+
+# What the providers keep of a record: its text as the prompt shows it and its relevance features.
+Rendered = tuple[str, frozenset[str]]
+
+# Projects whose records are kept at once (a writer has a few open).
+MAX_PROJECTS = 4
+# Entity sheets of one project: a large knowledge graph's worth, each a short text.
+ENTITY_SHEETS = 4096
+ENTITY_SHEET_CHARS = 4_000_000
+# Past interactions of one project: more than an assembly ranks (main.app.EPISODES_CONSIDERED), so
+# a new one only pushes out the oldest. An output may be 200,000 characters: the size bound holds
+# the whole, counting the record's texts in the key as well as the rendered text and its features.
+EPISODE_TEXTS = 128
+EPISODE_TEXT_CHARS = 16_000_000
+
+
+def rendered_size(value: Rendered) -> int:
+    """Characters a rendered record keeps: its text (about as long as the record's own texts, in the
+    key, so counted twice) and its features."""
+    text, own = value
+    return 2 * len(text) + sum(map(len, own))
+
+
+def entity_sheet_cache() -> ProjectCache[Hashable, Rendered]:
+    return ProjectCache(max_entries=ENTITY_SHEETS, max_size=ENTITY_SHEET_CHARS, max_projects=MAX_PROJECTS,
+                        size=rendered_size)
+
+
+def episode_text_cache() -> ProjectCache[Hashable, Rendered]:
+    return ProjectCache(max_entries=EPISODE_TEXTS, max_size=EPISODE_TEXT_CHARS, max_projects=MAX_PROJECTS,
+                        size=rendered_size)
+
+
+@dataclass(frozen=True)
+class SourceCaches:
+    """The per-project caches of the source providers, made once by the composition root."""
+
+    entity_sheets: ProjectCache[Hashable, Rendered] = field(default_factory=entity_sheet_cache)
+    episode_texts: ProjectCache[Hashable, Rendered] = field(default_factory=episode_text_cache)
+
+    def drop(self, project_id: str) -> None:
+        """Forget everything kept for ``project_id``."""
+        self.entity_sheets.drop(project_id)
+        self.episode_texts.drop(project_id)
