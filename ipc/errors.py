@@ -212,3 +212,30 @@ def all_error_classes() -> list[type[RpcError]]:
         found.append(cls)
         pending.extend(cls.__subclasses__())
     return sorted(found, key=lambda c: (-c.code, c.data_code))
+
+
+# --- Application errors: profiles (-32050..-32059) ---------------------------
+
+
+class ProfileNotFound(RpcError):
+    code = -32050
+    data_code = "PROFILE_NOT_FOUND"
+    message = "No profile with this name"
+
+
+class ProfileInvalid(RpcError):
+    code = -32051
+    data_code = "PROFILE_INVALID"
+    message = "The profile is not valid"
+
+
+class ProfileConflict(RpcError):
+    code = -32052
+    data_code = "PROFILE_CONFLICT"
+    message = "The profile was changed since this version was read"
+
+
+class ProfileReadOnly(RpcError):
+    code = -32053
+    data_code = "PROFILE_READ_ONLY"
+    message = "Built-in profiles cannot be changed; save a copy under another name"

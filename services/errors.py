@@ -89,3 +89,23 @@ class InspectForbidden(StrataError):
 class Backpressure(StrataError):
     code = "CONTEXT_BACKPRESSURE"
     message = "Too many assemblies for this document; retry shortly"
+
+
+class ProfileNotFound(StrataError):
+    code = "PROFILE_NOT_FOUND"
+    message = "No profile with this name"
+
+
+class ProfileInvalid(StrataError):
+    code = "PROFILE_INVALID"
+    message = "The profile is not valid"
+
+
+class ProfileConflict(StrataError):
+    code = "PROFILE_CONFLICT"
+    message = "The profile was changed since this version was read"
+
+
+class ProfileReadOnly(StrataError):
+    code = "PROFILE_READ_ONLY"
+    message = "Built-in profiles cannot be changed; save a copy under another name"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from typing import Annotated
+
 from pydantic import Field
 
 from ipc.context import CallContext
@@ -15,6 +17,7 @@ from ipc.errors import (
     InputTooLarge,
     InspectForbidden,
     InvalidParams,
+    ProfileNotFound,
     ProjectNotFound,
     ScopeViolation,
     SkillNotFound,
@@ -25,23 +28,36 @@ from services.assembly.faults import Fault
 from services.assembly.profiles import BudgetProfiles
 from services.assembly.service import AssembleRequest, ContextService, Outcome
 from services.context.budget import validate_profile
-from services.context.models import LAYER_ORDER, BudgetProfile, Layer
+from services.context.models import LAYER_ORDER, BudgetProfile, Layer, LayerResult
+from services.profiles.plans import DEFAULT_PROFILE_NAME
 
 _ASSEMBLE_ERRORS = (ProjectNotFound, DocumentNotFound, SkillNotFound, InvalidParams, InputTooLarge,
-                    ScopeViolation, Backpressure)
+                    ScopeViolation, Backpressure, ProfileNotFound)
+
+
+MAX_VARIABLES = 64
+MAX_VARIABLE_CHARS = 262_144
+VariableName = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.]{0,95}$")]
 
 
 class AssembleParams(WireModel):
     project_id: str = Field(min_length=1, max_length=64)
-    document_id: str = Field(min_length=1, max_length=1024)
-    cursor_position: int = Field(ge=0)
-    skill_id: str = Field(min_length=1, max_length=64)
+    document_id: str | None = Field(default=None, min_length=1, max_length=1024)
+    cursor_position: int | None = Field(default=None, ge=0)
+    skill_id: str | None = Field(default=None, min_length=1, max_length=64)
     additional_input: str | None = None
+    profile_id: str = Field(default=DEFAULT_PROFILE_NAME, min_length=1, max_length=64,
+                            description="the assembly profile (default: novel)")
+    variables: dict[VariableName, Annotated[str, Field(max_length=MAX_VARIABLE_CHARS)]] = Field(
+        default_factory=dict, max_length=MAX_VARIABLES,
+        description="caller values for the profile's ${name} placeholders, conditions and request.<name> "
+                    "sections; never expanded as templates themselves")
 
     def request(self) -> AssembleRequest:
         return AssembleRequest(project_id=self.project_id, document_id=self.document_id,
                                cursor_position=self.cursor_position, skill_id=self.skill_id,
-                               additional_input=self.additional_input or "")
+                               additional_input=self.additional_input or "", profile_id=self.profile_id,
+                               variables=dict(self.variables))
 
 
 class LayerInfo(WireModel):
@@ -53,25 +69,11 @@ class RetrievedInfo(LayerInfo):
     chunks: int
 
 
-class Layers(WireModel):
-    rules: LayerInfo
-    settings: LayerInfo
-    retrieved: RetrievedInfo
-    immediate: LayerInfo
-
-
 class BudgetInfo(WireModel):
     context_window: int
     output_reserve: int
     system_prompt_tokens: int
     total: int
-
-
-class PerLayer(WireModel):
-    rules: str
-    settings: str
-    retrieved: str
-    immediate: str
 
 
 class PrefixDivergence(WireModel):
@@ -84,32 +86,53 @@ class TokenizerUse(WireModel):
     exact: bool
 
 
+class StepInfo(WireModel):
+    step: str
+    tokens_before: int
+    tokens_after: int
+
+
+class ReductionInfo(StepInfo):
+    section: str
+
+
+class SectionInfo(WireModel):
+    id: str
+    role: str
+    tokens: int
+    truncated: bool
+    items: int
+    steps: list[StepInfo]
+
+
+class MessageInfo(WireModel):
+    role: str
+    content: str
+
+
 class AssembleResult(WireModel):
     prompt: str
     token_count: int
     stable_prefix_hash: str
     stable_prefix_unchanged: bool
-    layers: Layers
+    layers: dict[str, RetrievedInfo | LayerInfo]
     warnings: list[str]
     budget: BudgetInfo
-    prefix_hashes: PerLayer
+    prefix_hashes: dict[str, str]
     prefix_divergence: PrefixDivergence | None
     system_prompt: str
     tokenizer: TokenizerUse
-
-
-class LayerNumbers(WireModel):
-    rules: float
-    settings: float
-    retrieved: float
-    immediate: float
+    profile_id: str
+    sections: list[SectionInfo]
+    messages: list[MessageInfo]
+    reductions: list[ReductionInfo]
 
 
 class BudgetArithmetic(WireModel):
     total: int
-    shares: LayerNumbers
-    minimums: LayerNumbers
-    used: LayerNumbers
+    shares: dict[str, float]
+    minimums: dict[str, float]
+    used: dict[str, float]
 
 
 class Candidate(WireModel):
@@ -127,9 +150,16 @@ class Candidate(WireModel):
 
 class InspectResult(AssembleResult):
     candidates: list[Candidate]
-    layer_texts: PerLayer
+    layer_texts: dict[str, str]
     arithmetic: BudgetArithmetic
     timings_ms: dict[str, float]
+
+
+class LayerNumbers(WireModel):
+    rules: float
+    settings: float
+    retrieved: float
+    immediate: float
 
 
 class RatiosPatch(WireModel):
@@ -209,28 +239,37 @@ def _profile_wire(project_id: str, profile: BudgetProfile) -> BudgetProfileWire:
         minimums=_per_layer({layer: profile.minimum(layer) for layer in LAYER_ORDER}))
 
 
+def _layer(result: LayerResult) -> RetrievedInfo | LayerInfo:
+    if result.chunks:
+        return RetrievedInfo(tokens=result.tokens, truncated=result.truncated, chunks=result.items)
+    return LayerInfo(tokens=result.tokens, truncated=result.truncated)
+
+
 def _result_fields(outcome: Outcome) -> dict[str, object]:
     a = outcome.assembly
-    layer = a.layers
+    steps: dict[str, list[StepInfo]] = {}
+    for r in a.reductions:
+        steps.setdefault(r.section, []).append(
+            StepInfo(step=r.step, tokens_before=r.tokens_before, tokens_after=r.tokens_after))
     return {
         "prompt": a.prompt, "token_count": a.token_count, "stable_prefix_hash": a.stable_prefix_hash,
         "stable_prefix_unchanged": outcome.stable_prefix_unchanged,
-        "layers": Layers(
-            rules=LayerInfo(tokens=layer[Layer.RULES].tokens, truncated=layer[Layer.RULES].truncated),
-            settings=LayerInfo(tokens=layer[Layer.SETTINGS].tokens,
-                               truncated=layer[Layer.SETTINGS].truncated),
-            retrieved=RetrievedInfo(tokens=layer[Layer.RETRIEVED].tokens,
-                                    truncated=layer[Layer.RETRIEVED].truncated, chunks=a.retrieved_chunks),
-            immediate=LayerInfo(tokens=layer[Layer.IMMEDIATE].tokens,
-                                truncated=layer[Layer.IMMEDIATE].truncated)),
+        "layers": {name: _layer(layer) for name, layer in a.layers.items()},
         "warnings": list(a.warnings),
         "budget": BudgetInfo(context_window=a.budget.context_window, output_reserve=a.budget.output_reserve,
                              system_prompt_tokens=a.budget.system_prompt_tokens, total=a.budget.total),
-        "prefix_hashes": PerLayer(**{k.value: v for k, v in a.prefix_hashes.items()}),
+        "prefix_hashes": dict(a.prefix_hashes),
         "prefix_divergence": None if outcome.divergence is None else PrefixDivergence(
-            layer=outcome.divergence.layer.value, byte_offset=outcome.divergence.byte_offset),
+            layer=outcome.divergence.layer, byte_offset=outcome.divergence.byte_offset),
         "system_prompt": outcome.system_prompt,
         "tokenizer": TokenizerUse(encoding=outcome.tokenizer, exact=outcome.exact),
+        "profile_id": a.profile,
+        "sections": [SectionInfo(id=name, role=layer.role, tokens=layer.tokens, truncated=layer.truncated,
+                                 items=layer.items, steps=steps.get(name, []))
+                     for name, layer in a.layers.items()],
+        "messages": [MessageInfo(role=m.role, content=m.content) for m in a.messages(outcome.system_prompt)],
+        "reductions": [ReductionInfo(section=r.section, step=r.step, tokens_before=r.tokens_before,
+                                     tokens_after=r.tokens_after) for r in a.reductions],
     }
 
 
@@ -238,21 +277,21 @@ def _inspect_result(outcome: Outcome) -> InspectResult:
     a = outcome.assembly
     return InspectResult(
         **_result_fields(outcome),
-        candidates=[Candidate(id=r.id, layer=r.layer.value, section=r.section, source=r.source,
+        candidates=[Candidate(id=r.id, layer=r.layer, section=r.section, source=r.source,
                               tokens=r.tokens, key=r.key, key_name=r.key_name, fate=r.fate,
                               kept_tokens=r.kept_tokens, reason=r.reason) for r in a.reports],
-        layer_texts=PerLayer(**{k.value: v.text for k, v in a.layers.items()}),
+        layer_texts={k: v.text for k, v in a.layers.items()},
         arithmetic=BudgetArithmetic(
             total=a.budget.total,
-            shares=_per_layer({k: float(v) for k, v in a.budget.shares.items()}),
-            minimums=_per_layer({k: float(v) for k, v in a.budget.minimums.items()}),
-            used=_per_layer({k: float(v.tokens) for k, v in a.layers.items()})),
+            shares={k: float(v) for k, v in a.budget.shares.items()},
+            minimums={k: float(v) for k, v in a.budget.minimums.items()},
+            used={k: float(v.tokens) for k, v in a.layers.items()}),
         timings_ms=a.timings_ms)
 
 
 def register_context(registry: Registry, service: ContextService, profiles: BudgetProfiles) -> None:
     @registry.method("context:assemble", params=AssembleParams, result=AssembleResult,
-                     summary="Assemble the four-layer prompt for the cursor, within the budget.",
+                     summary="Assemble the prompt of a profile (default: novel's four layers) within the budget.",
                      errors=_ASSEMBLE_ERRORS)
     async def assemble(params: AssembleParams, ctx: CallContext) -> AssembleResult:
         outcome = await service.assemble(params.request())

@@ -1,4 +1,4 @@
-"""The previous stable prefix per (project, document, skill), to report cache reuse."""
+"""The previous stable prefix per (project, document, skill, profile), to report cache reuse."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-Key = tuple[str, str, str]
+Key = tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Prefix:
     hash: str
     text: str
-    rules_end: int  # UTF-8 byte length of the Rules part
+    ends: tuple[tuple[str, int], ...]  # each stable section's end, in UTF-8 bytes
 
 
 class PrefixMemory:

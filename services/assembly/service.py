@@ -1,16 +1,16 @@
 """context:assemble and context:inspect as one service.
 
-Resolve the request (project settings, skill, budget profile, document
-window), gather every provider concurrently with a deadline, run the pure
-engine off the event loop, and compare the stable prefix with the previous
-assembly of the same (project, document, skill).
+Resolve the request (the profile's plan, project settings, skill, budget,
+document window), gather the providers of the plan's sources concurrently with
+a deadline, run the pure engine off the event loop, and compare the stable
+prefix with the previous assembly of the same (project, document, skill, profile).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import structlog
@@ -19,21 +19,24 @@ from services.assembly.faults import FailingTokenizer, Fault, Faults
 from services.assembly.prefixes import Prefix, PrefixMemory
 from services.concurrency.gate import Gate
 from services.concurrency.limiter import KeyedLimiter
-from services.context.budget import MAX_INPUT_TOKENS, make_budget
+from services.context.budget import MAX_INPUT_TOKENS, make_budget, window_allowance
 from services.context.counting import CountCache
 from services.context.engine import Request, assemble
 from services.context.hashing import divergence
+from services.context.memo import ProjectMemos
 from services.context.models import (
     DEFAULT_PROFILE,
+    LAYER_ORDER,
     Assembly,
     BudgetProfile,
     Divergence,
     Item,
-    Layer,
     Window,
 )
+from services.context.plan import Plan
 from services.context.skills import Skill, get_skill
-from services.errors import InputTooLarge
+from services.errors import InputTooLarge, InvalidInput
+from services.profiles.plans import DEFAULT_PROFILE_NAME, BuiltInPlans, PlanSource
 from services.sources.base import GatherContext, Provider
 from services.sources.relevance import features
 from services.sources.window import cut_window
@@ -76,10 +79,12 @@ class SettingsLike(Protocol):
 @dataclass(frozen=True, slots=True)
 class AssembleRequest:
     project_id: str
-    document_id: str
-    cursor_position: int
-    skill_id: str
+    document_id: str | None = None
+    cursor_position: int | None = None
+    skill_id: str | None = None
     additional_input: str = ""
+    profile_id: str = DEFAULT_PROFILE_NAME
+    variables: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +99,11 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
-    window: Window
+    window: Window | None
     system_tokens: int
     instruction: str
     instruction_tokens: int
+    variable_tokens: int
     cursor_features: frozenset[str]
 
 
@@ -108,12 +114,14 @@ class Collaborators:
     profiles: Callable[[str], Awaitable[BudgetProfile]]
     providers: Sequence[Provider]
     tokenizers: TokenizerRegistry
+    plans: PlanSource = field(default_factory=lambda: BuiltInPlans())
 
 
 class ContextService:
     def __init__(self, collaborators: Collaborators, *, deadline: float = 2.0,
                  faults: Faults | None = None, prefixes: PrefixMemory | None = None,
-                 limiter: KeyedLimiter | None = None, concurrency: int = ASSEMBLY_CONCURRENCY) -> None:
+                 limiter: KeyedLimiter | None = None, concurrency: int = ASSEMBLY_CONCURRENCY,
+                 memos: ProjectMemos | None = None) -> None:
         self._c = collaborators
         self._deadline = deadline
         self.concurrency = concurrency
@@ -122,6 +130,7 @@ class ContextService:
         self.limiter = limiter or KeyedLimiter(pace=self.gate.expected)
         self.faults = faults or Faults()
         self._prefixes = prefixes or PrefixMemory()
+        self._memos = memos or ProjectMemos()
         self._counters: dict[int, CountCache] = {}
 
     async def assemble(self, request: AssembleRequest, *, override: BudgetProfile | None = None,
@@ -129,34 +138,47 @@ class ContextService:
         """Assemble within the per-document concurrency limit (CONTEXT_BACKPRESSURE past it, or
         when the wait for a slot would pass the deadline), then within the global one
         (``concurrency`` at once, the others wait in arrival order)."""
-        async with self.limiter.slot((request.project_id, request.document_id)), self.gate.turn():
-            return await self._assemble(request, override, remember)
+        plan = await self._c.plans.plan(request.project_id, request.profile_id)
+        _check_request(request, plan)
+        key = (request.project_id, request.document_id or "")
+        async with self.limiter.slot(key), self.gate.turn():
+            return await self._assemble(request, plan, override, remember)
 
-    async def _assemble(self, request: AssembleRequest, override: BudgetProfile | None,
+    async def _assemble(self, request: AssembleRequest, plan: Plan, override: BudgetProfile | None,
                         remember: bool) -> Outcome:
         settings = await self._c.settings(request.project_id)
-        skill = get_skill(request.skill_id)
+        skill = get_skill(request.skill_id) if request.skill_id is not None else None
         language = settings.language if settings.language in UNAVAILABLE else "en"
-        system_prompt = settings.skill_prompts.get(skill.id) or skill.prompt_for(language)
+        system_prompt = "" if skill is None else settings.skill_prompts.get(skill.id) or skill.prompt_for(language)
         counter, warnings = self._counter(settings, system_prompt, language)
         profile = override or await self._c.profiles(request.project_id)
         if warnings:
             profile = DEFAULT_PROFILE
-        text = await self._c.read_document(request.project_id, request.document_id)
-        prepared = await asyncio.to_thread(self._prepare, request, text, skill, system_prompt, profile,
+        elif DEFAULT_PROFILE_NAME in plan.lineage:  # the project's budget table is the novel profile's
+            plan = plan.with_budgets(dict(zip(LAYER_ORDER, profile.ratios, strict=True)),
+                                     dict(zip(LAYER_ORDER, profile.minimums, strict=True)))
+        text = None
+        if plan.window_section is not None and request.document_id is not None:
+            text = await self._c.read_document(request.project_id, request.document_id)
+        prepared = await asyncio.to_thread(self._prepare, request, plan, text, skill, system_prompt, profile,
                                            counter)
-        ctx = GatherContext(project_id=request.project_id, document_id=request.document_id,
-                            language=language, skill=skill, window=prepared.window,
+        window = prepared.window or Window("", "", 0, 0, 0, 0)
+        ctx = GatherContext(project_id=request.project_id, document_id=request.document_id or "",
+                            language=language, skill=skill or NO_SKILL, window=window,
                             additional_input=request.additional_input, counter=counter,
-                            cursor_features=prepared.cursor_features)
-        gathered, gather_warnings = await self._gather(ctx)
-        items = (*self._settings_items(settings, request.project_id, counter), *gathered)
+                            cursor_features=prepared.cursor_features, placement=_placement(plan))
+        gathered, gather_warnings = await self._gather(ctx, plan)
+        items = (*self._settings_items(settings, request.project_id, counter, ctx), *gathered)
+        variables = {**_published(request, settings, language), **request.variables}
         engine_request = Request(
-            project_id=request.project_id, language=language, profile=profile,
-            system_prompt_tokens=prepared.system_tokens, items=items, window=prepared.window,
-            instruction=prepared.instruction or None, instruction_tokens=prepared.instruction_tokens,
-            warnings=(*warnings, *gather_warnings))
-        assembly = await asyncio.to_thread(assemble, engine_request, counter)
+            project_id=request.project_id, language=language, plan=plan, profile=profile,
+            system_prompt_tokens=prepared.system_tokens, items=tuple(i for i in items if i.layer),
+            window=prepared.window, instruction=prepared.instruction or None,
+            instruction_tokens=prepared.instruction_tokens, warnings=(*warnings, *gather_warnings),
+            variables=variables, facts=_facts(plan, items, variables),
+            variable_tokens=prepared.variable_tokens)
+        memo = self._memos.for_project(request.project_id)
+        assembly = await asyncio.to_thread(assemble, engine_request, counter, memo)
         return self._outcome(request, assembly, system_prompt, counter, remember)
 
     def _counter(self, settings: SettingsLike, system_prompt: str,
@@ -166,7 +188,7 @@ class ContextService:
             tokenizer = FailingTokenizer(tokenizer.info)  # type: ignore[assignment]
         counter = self._cached(tokenizer)
         try:
-            counter.count(system_prompt)
+            counter.count(system_prompt or "x")
         except Exception as exc:  # any tokenizer failure: fall back rather than fail the writer
             _log.warning("context.budget_fallback", exc_type=type(exc).__name__)
             return self._cached(ConservativeEstimate()), (f"CONTEXT_BUDGET_FALLBACK: {FALLBACK[language]}",)
@@ -181,24 +203,30 @@ class ContextService:
         return self._counters[key]
 
     @staticmethod
-    def _prepare(request: AssembleRequest, text: str, skill: Skill, system_prompt: str,
-                 profile: BudgetProfile, counter: CountCache) -> _Prepared:
+    def _prepare(request: AssembleRequest, plan: Plan, text: str | None, skill: Skill | None,
+                 system_prompt: str, profile: BudgetProfile, counter: CountCache) -> _Prepared:
         """The CPU part of resolving: the input-size check, the budget and the window."""
         instruction = request.additional_input.strip()
         instruction_tokens = _count_capped(instruction, MAX_INPUT_TOKENS, counter)
+        variable_tokens = _count_capped("\n".join(_request_texts(plan, request.variables)), MAX_INPUT_TOKENS,
+                                        counter)
         system_tokens = counter.count(system_prompt)
-        budget = make_budget(profile, system_tokens)
-        window_tokens = min(budget.total, max(budget.shares[Layer.IMMEDIATE],
-                                              budget.minimums[Layer.IMMEDIATE]))
-        window = cut_window(text, request.cursor_position, skill, window_tokens, counter)
-        near = features(window.before + window.after)  # once here, for every provider that ranks by it
-        return _Prepared(window, system_tokens, instruction, instruction_tokens, near)
+        budget = make_budget(profile, plan, system_tokens)
+        holder = plan.window_section
+        if holder is None or text is None or skill is None or request.cursor_position is None:
+            return _Prepared(None, system_tokens, instruction, instruction_tokens, variable_tokens, frozenset())
+        window = cut_window(text, request.cursor_position, skill, window_allowance(budget, holder), counter)
+        # Once here, off the event loop, for every provider that ranks by it.
+        near = features(window.before + window.after)
+        return _Prepared(window, system_tokens, instruction, instruction_tokens, variable_tokens, near)
 
-    async def _gather(self, ctx: GatherContext) -> tuple[list[Item], list[str]]:
-        results = await asyncio.gather(*(self._run(p, ctx) for p in self._c.providers))
+    async def _gather(self, ctx: GatherContext, plan: Plan) -> tuple[list[Item], list[str]]:
+        wanted = plan.sources
+        providers = [p for p in self._c.providers if wanted.intersection(p.sources)]
+        results = await asyncio.gather(*(self._run(p, ctx) for p in providers))
         items: list[Item] = []
         warnings: list[str] = []
-        for provider, result in zip(self._c.providers, results, strict=True):
+        for provider, result in zip(providers, results, strict=True):
             if result is None:
                 warning = f"{provider.warning}: {UNAVAILABLE[ctx.language].get(provider.name, provider.name)}"
                 if warning not in warnings:
@@ -206,7 +234,9 @@ class ContextService:
             else:
                 items.extend(result)
         if Fault.FOREIGN_ITEM in self.faults:
-            items.append(Item(id="foreign:1", layer=Layer.RETRIEVED, section="passages", source="retrieval",
+            # Planted where retrieved chunks go, as a compromised vector store would deliver it.
+            layer, part = ctx.place("retrieval.passages") or next(iter(ctx.placement.values()), ("", ""))
+            items.append(Item(id="foreign:1", layer=layer or "foreign", section=part, source="retrieval",
                               text="foreign passage", tokens=2, key=1.0, key_name="score",
                               project_id="foreign-project"))
         return items, warnings
@@ -223,41 +253,99 @@ class ContextService:
             return None
 
     @staticmethod
-    def _settings_items(settings: SettingsLike, project_id: str, counter: CountCache) -> list[Item]:
+    def _settings_items(settings: SettingsLike, project_id: str, counter: CountCache,
+                        ctx: GatherContext) -> list[Item]:
         items = []
-        if settings.narrative_person.strip():
+        narrative, style = ctx.place("project.narrative"), ctx.place("project.style")
+        if narrative and settings.narrative_person.strip():
             label = "叙述人称：" if settings.language == "zh" else "Narrative person: "
             text = label + settings.narrative_person.strip()
-            items.append(Item(id="settings:narrative", layer=Layer.RULES, section="narrative",
+            items.append(Item(id="settings:narrative", layer=narrative[0], section=narrative[1],
                               source="project", text=text, tokens=counter.count(text), key=1.0,
                               key_name="priority", project_id=project_id, origin="project"))
-        if settings.style_notes.strip():
+        if style and settings.style_notes.strip():
             text = settings.style_notes.strip()
-            items.append(Item(id="settings:style", layer=Layer.SETTINGS, section="style", source="project",
+            items.append(Item(id="settings:style", layer=style[0], section=style[1], source="project",
                               text=text, tokens=counter.count(text), key=1.0, key_name="confidence",
                               project_id=project_id, origin="project"))
         return items
 
     def _outcome(self, request: AssembleRequest, assembly: Assembly, system_prompt: str,
                  counter: CountCache, remember: bool) -> Outcome:
-        key = (request.project_id, request.document_id, request.skill_id)
+        key = (request.project_id, request.document_id or "", request.skill_id or "", assembly.profile)
         previous = self._prefixes.previous(key)
         unchanged = previous is not None and previous.hash == assembly.stable_prefix_hash
-        rules_end = len(assembly.layers[Layer.RULES].text.encode("utf-8", "surrogatepass"))
         diverged = None
         if previous is not None and not unchanged:
-            diverged = divergence(previous.text, assembly.stable_prefix,
-                                  max(previous.rules_end, rules_end))
+            ends = _widest(previous.ends, assembly.stable_ends)
+            diverged = divergence(previous.text, assembly.stable_prefix, ends)
         if remember:
             self._prefixes.remember(key, Prefix(assembly.stable_prefix_hash, assembly.stable_prefix,
-                                                rules_end))
+                                                assembly.stable_ends))
         _log.info("context.assembled", project_id=request.project_id, document_id=request.document_id,
-                  skill=request.skill_id, tokens=assembly.token_count, total=assembly.budget.total,
-                  prefix_hash=assembly.stable_prefix_hash[:16], unchanged=unchanged,
-                  warnings=len(assembly.warnings))
+                  skill=request.skill_id, profile=assembly.profile, tokens=assembly.token_count,
+                  total=assembly.budget.total, prefix_hash=assembly.stable_prefix_hash[:16],
+                  unchanged=unchanged, warnings=len(assembly.warnings), reductions=len(assembly.reductions))
         info = counter.info
         return Outcome(assembly=assembly, system_prompt=system_prompt, stable_prefix_unchanged=unchanged,
                        divergence=diverged, tokenizer=info.encoding, exact=info.exact)
+
+
+NO_SKILL = Skill("none", {"en": ""}, after_share=0.0)
+
+
+def _check_request(request: AssembleRequest, plan: Plan) -> None:
+    """A profile with a document window needs the document, the cursor and the skill."""
+    if plan.window_section is None:
+        return
+    missing = [name for name, value in (("documentId", request.document_id),
+                                        ("cursorPosition", request.cursor_position),
+                                        ("skillId", request.skill_id)) if value is None]
+    if missing:
+        raise InvalidInput(f"Profile {plan.name!r} reads the document: {', '.join(missing)} required",
+                           missing=missing)
+
+
+def _placement(plan: Plan) -> dict[str, tuple[str, str]]:
+    """Where each gathered source goes; a source wanted only for its facts goes nowhere ("")."""
+    placement = plan.placement()
+    for source in plan.facts.values():
+        placement.setdefault(source, ("", source))
+    return placement
+
+
+def _request_texts(plan: Plan, variables: Mapping[str, str]) -> list[str]:
+    names = {p.source.removeprefix("request.") for s in plan.sections for p in s.parts
+             if p.kind == "text" and p.source.startswith("request.")}
+    return [variables[n] for n in sorted(names) if n in variables]
+
+
+def _published(request: AssembleRequest, settings: SettingsLike, language: str) -> dict[str, str]:
+    """The facts about the request that ${project.*} and ${system.*} placeholders read."""
+    return {"project.id": request.project_id, "project.language": language, "project.model": settings.model,
+            "system.skill": request.skill_id or "", "system.profile": request.profile_id}
+
+
+def _facts(plan: Plan, items: Sequence[Item], variables: Mapping[str, str]) -> frozenset[str]:
+    """``always``, each variable with a value that is not empty, "false" or "0", and each fact
+    of a source that gave something."""
+    truthy = {name for name, value in variables.items() if value.strip() and value.strip().lower()
+              not in ("false", "0", "no")}
+    by_place = {where: source for source, where in _placement(plan).items()}
+    given = {by_place.get((i.layer, i.section)) for i in items}
+    if any(i.layer == "" for i in items):
+        given |= {i.section for i in items if i.layer == ""}
+    facts = {fact for fact, source in plan.facts.items() if source in given}
+    return frozenset({"always", *truthy, *facts})
+
+
+def _widest(old: Sequence[tuple[str, int]], new: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Each stable section's end, the larger of two prefixes'."""
+    ends = dict(old)
+    for name, end in new:
+        ends[name] = max(ends.get(name, 0), end)
+    order = [name for name, _ in new] + [name for name, _ in old if name not in dict(new)]
+    return [(name, ends[name]) for name in order]
 
 
 def _count_capped(text: str, cap: int, counter: CountCache) -> int:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from services.context.models import LAYER_ORDER, Budget, BudgetProfile, Layer
+from services.context.models import Budget, BudgetProfile
+from services.context.plan import Plan, SectionPlan
 from services.errors import InputTooLarge, InvalidInput
 
 # The spec's capacity limit for everything gathered for one request.
@@ -31,8 +32,8 @@ def validate_profile(profile: BudgetProfile) -> BudgetProfile:
     return profile
 
 
-def make_budget(profile: BudgetProfile, system_prompt_tokens: int) -> Budget:
-    """Total = context window - output reserve - system prompt; shares by ratio."""
+def make_budget(profile: BudgetProfile, plan: Plan, system_prompt_tokens: int) -> Budget:
+    """Total = context window - output reserve - system prompt; each section's share by its ratio."""
     total = profile.context_window - profile.output_reserve - system_prompt_tokens
     if total <= 0:
         raise InputTooLarge("The system prompt and output reserve leave no room for context",
@@ -43,11 +44,19 @@ def make_budget(profile: BudgetProfile, system_prompt_tokens: int) -> Budget:
         system_prompt_tokens=system_prompt_tokens,
         total=total,
         # The epsilon keeps a decimal ratio's share whole: 0.29 * 100 is 28.999999999999996 in floats.
-        shares={layer: math.floor(profile.ratio(layer) * total + 1e-9) for layer in LAYER_ORDER},
-        minimums={layer: profile.minimum(layer) for layer in LAYER_ORDER},
+        shares={s.id: math.floor(s.ratio * total + 1e-9) for s in plan.sections},
+        minimums={s.id: s.minimum for s in plan.sections},
     )
 
 
-def rules_allowance(budget: Budget) -> int:
-    """How large Rules may grow before it warns and sheds knowledge-graph content."""
-    return max(budget.shares[Layer.RULES], min(budget.minimums[Layer.RULES], budget.total))
+def cap(budget: Budget, section: SectionPlan) -> int:
+    """How large a section may grow before its ``cap`` steps run: ``budget.max`` if the profile
+    sets one, else the larger of its share and its minimum (never more than the total)."""
+    if section.max is not None:
+        return min(section.max, budget.total)
+    return max(budget.shares[section.id], min(budget.minimums[section.id], budget.total))
+
+
+def window_allowance(budget: Budget, section: SectionPlan) -> int:
+    """Tokens the document window may take before budgeting: its section's share or minimum."""
+    return min(budget.total, max(budget.shares[section.id], budget.minimums[section.id]))

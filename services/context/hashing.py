@@ -5,23 +5,26 @@ from __future__ import annotations
 import hashlib
 import os
 
-from services.context.models import LAYER_ORDER, Divergence, Layer
+from collections.abc import Mapping, Sequence
+
+from services.context.models import Divergence
 
 
 def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def prefix_hashes(prompt: str, ends: dict[Layer, int]) -> dict[Layer, str]:
-    """The hash of the prompt up to the end of each layer (cache breakpoints)."""
-    return {layer: sha256_hex(prompt[: ends[layer]]) for layer in LAYER_ORDER}
+def prefix_hashes(prompt: str, ends: Mapping[str, int]) -> dict[str, str]:
+    """The hash of the prompt up to the end of each section (cache breakpoints)."""
+    return {section: sha256_hex(prompt[:end]) for section, end in ends.items()}
 
 
-def divergence(previous: str, current: str, rules_end: int) -> Divergence | None:
-    """Where two stable prefixes first differ: the UTF-8 byte offset, and Rules or Settings.
+def divergence(previous: str, current: str, ends: Sequence[tuple[str, int]]) -> Divergence | None:
+    """Where two stable prefixes first differ: the UTF-8 byte offset, and the stable section.
 
-    ``rules_end`` is the larger of the two prefixes' Rules lengths in UTF-8
-    bytes: a difference before it lies in Rules (of one prefix or the other).
+    ``ends`` gives each stable section's end in UTF-8 bytes, the larger of the
+    two prefixes' for each: a difference before it lies in that section (of one
+    prefix or the other); one past them all, in the last.
     """
     old = previous.encode("utf-8", "surrogatepass")
     new = current.encode("utf-8", "surrogatepass")
@@ -29,4 +32,5 @@ def divergence(previous: str, current: str, rules_end: int) -> Divergence | None
         return None
     # The common prefix of two byte strings (commonprefix works on any sequences).
     offset = len(os.path.commonprefix([old, new]))  # noqa: RUF071
-    return Divergence(layer=Layer.RULES if offset < rules_end else Layer.SETTINGS, byte_offset=offset)
+    section = next((name for name, end in ends if offset < end), ends[-1][0] if ends else "")
+    return Divergence(layer=section, byte_offset=offset)

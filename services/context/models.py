@@ -12,6 +12,9 @@ from typing import Literal
 
 
 class Layer(StrEnum):
+    """The four layers of the ``novel`` profile, whose budget table a project keeps
+    (``context:budget:*``). The engine itself knows sections only from the plan."""
+
     RULES = "rules"
     SETTINGS = "settings"
     RETRIEVED = "retrieved"
@@ -19,9 +22,6 @@ class Layer(StrEnum):
 
 
 LAYER_ORDER: tuple[Layer, ...] = (Layer.RULES, Layer.SETTINGS, Layer.RETRIEVED, Layer.IMMEDIATE)
-# The spec's trimming order: lowest priority first; Rules is never budget-trimmed.
-TRIM_ORDER: tuple[Layer, ...] = (Layer.RETRIEVED, Layer.SETTINGS, Layer.IMMEDIATE)
-STABLE_LAYERS: tuple[Layer, ...] = (Layer.RULES, Layer.SETTINGS)
 
 KeyName = Literal["priority", "confidence", "score", "distance", "relevance", "order"]
 Origin = Literal["user", "kg", "project"]
@@ -31,13 +31,16 @@ Origin = Literal["user", "kg", "project"]
 class Item:
     """One candidate for a layer, as a provider gathered it.
 
-    ``key`` orders items inside their section: higher is kept longer.
+    ``layer`` is the id of the profile section it goes in and ``section`` the
+    id of the part of that section (both from the plan's placement of its
+    source). ``key`` orders items inside their part: higher is kept longer.
     ``tokens`` is the count of ``text`` alone (providers may precompute it,
     e.g. chunk counts from index time); the engine recounts the final prompt.
+    ``group`` and ``tier`` serve ``lower_tier`` reductions (e.g. an NPC's tiers).
     """
 
     id: str
-    layer: Layer
+    layer: str
     section: str
     source: str
     text: str
@@ -48,6 +51,8 @@ class Item:
     origin: Origin = "user"
     span: tuple[int, int] | None = None  # character offsets in the current document, if any
     names: tuple[str, ...] = ()  # names and aliases, for kg relevance to the cursor text
+    group: str | None = None
+    tier: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +92,7 @@ class ItemReport:
     """What happened to one candidate, and why."""
 
     id: str
-    layer: Layer
+    layer: str
     section: str
     source: str
     tokens: int
@@ -104,21 +109,41 @@ class Budget:
     output_reserve: int
     system_prompt_tokens: int
     total: int
-    shares: dict[Layer, int]
-    minimums: dict[Layer, int]
+    shares: dict[str, int]  # by section id, in plan order
+    minimums: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
 class LayerResult:
+    """One section of the assembled prompt."""
+
     tokens: int
     truncated: bool
     text: str
     items: int
+    role: str = "user"
+    chunks: bool = False  # whether its items are retrieved chunks (reported as ``chunks``)
+
+
+@dataclass(frozen=True, slots=True)
+class Reduction:
+    """One reduction step taken: which section, which rung of its ladder, tokens before and after."""
+
+    section: str
+    step: str
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str
+    content: str
 
 
 @dataclass(frozen=True, slots=True)
 class Divergence:
-    layer: Layer
+    layer: str  # the stable section the first differing byte falls in
     byte_offset: int
 
 
@@ -130,13 +155,29 @@ class Assembly:
     token_count: int
     stable_prefix: str
     stable_prefix_hash: str
-    prefix_hashes: dict[Layer, str]
-    layers: dict[Layer, LayerResult]
+    prefix_hashes: dict[str, str]  # by section id: the hash of the prompt up to its end
+    layers: dict[str, LayerResult]  # by section id, in plan order
     budget: Budget
     warnings: tuple[str, ...]
     reports: tuple[ItemReport, ...]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    reductions: tuple[Reduction, ...] = ()
+    stable_ends: tuple[tuple[str, int], ...] = ()  # each stable section's end, in UTF-8 bytes
+    profile: str = "novel"
 
-    @property
-    def retrieved_chunks(self) -> int:
-        return self.layers[Layer.RETRIEVED].items
+    def messages(self, system_prompt: str) -> list[Message]:
+        """The prompt split by role: the system prompt and system sections first, then runs of
+        sections of one role in prompt order."""
+        system = [system_prompt] if system_prompt else []
+        runs: list[Message] = []
+        for layer in self.layers.values():
+            if not layer.text:
+                continue
+            if layer.role == "system":
+                system.append(layer.text)
+            elif runs and runs[-1].role == layer.role:
+                runs[-1] = Message(layer.role, runs[-1].content + "\n\n" + layer.text)
+            else:
+                runs.append(Message(layer.role, layer.text))
+        head = [Message("system", "\n\n".join(system))] if system else []
+        return head + runs

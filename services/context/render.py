@@ -1,92 +1,80 @@
-"""Render layer items into prompt text, section by section, in a fixed order.
+"""Render a section's parts into prompt text, in the plan's order and formats.
 
-Rendering depends only on the items and the language, so the same content
-always gives the same bytes; that is what makes the stable prefix stable.
+Rendering depends only on the plan, the kept content and the language, so the
+same content always gives the same bytes; that is what makes the stable
+prefix stable. A part with nothing to show renders nothing at all: no header,
+no empty delimiter pair; a section with no part to show disappears.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from services.context.models import LAYER_ORDER, Item, Layer, Window
+from services.context.models import Item
+from services.context.plan import PartPlan, Plan, SectionPlan, localize
 
-LAYER_SEPARATOR = "\n\n"
-
-# Sections in rendering order within each layer.
-SECTIONS: dict[Layer, tuple[str, ...]] = {
-    Layer.RULES: ("constraints", "narrative", "entities"),
-    Layer.SETTINGS: ("preferences", "style"),
-    Layer.RETRIEVED: ("passages", "history"),
-    Layer.IMMEDIATE: ("window", "instruction"),
-}
-
-HEADERS: dict[str, dict[str, str]] = {
-    "zh": {
-        "constraints": "[创作约束 - 不可违反]",
-        "narrative": "[叙述设定]",
-        "entities": "[角色与世界设定]",
-        "preferences": "[写作偏好]",
-        "style": "[风格说明]",
-        "passages": "[相关前文]",
-        "history": "[历史交互参考]",
-        "window": "[当前正文]",
-        "instruction": "[用户指令]",
-    },
-    "en": {
-        "constraints": "[Writing constraints - must not be violated]",
-        "narrative": "[Narrative]",
-        "entities": "[Characters and world]",
-        "preferences": "[Writing preferences]",
-        "style": "[Style notes]",
-        "passages": "[Relevant earlier passages]",
-        "history": "[Past interactions]",
-        "window": "[Current text]",
-        "instruction": "[Instruction]",
-    },
-}
-
-CURSOR_MARK = {"zh": "【光标】", "en": "[[cursor]]"}
+SEPARATOR = "\n\n"
 
 
-def _body(section: str, items: Sequence[Item]) -> str:
-    if section == "constraints":
-        # Numbered without gaps, whatever was cut.
-        return "\n".join(f"{n}. {item.text}" for n, item in enumerate(items, start=1))
-    if section in ("entities", "preferences"):
-        return "\n".join(f"- {item.text}" for item in items)
-    return "\n\n".join(item.text for item in items)
+def list_body(part: PartPlan, texts: Sequence[str]) -> str:
+    """Texts as the part's list: numbered after every cut (so without gaps), bulleted or plain."""
+    if part.list_style == "numbered":
+        return "\n".join(f"{n}. {text}" for n, text in enumerate(texts, start=1))
+    if part.list_style == "bulleted":
+        return "\n".join(f"- {text}" for text in texts)
+    return part.separator.join(texts)
 
 
-def render_sections(layer: Layer, items: Iterable[Item], language: str) -> str:
-    """One layer's text: each non-empty section as a header line and its body."""
-    headers = HEADERS.get(language, HEADERS["en"])
-    by_section: dict[str, list[Item]] = {}
+def wrap(part: PartPlan, body: str, language: str) -> str:
+    """``body`` under the part's header and inside its begin/end delimiters; nothing if empty."""
+    if not body:
+        return ""
+    header, begin, end = (localize(part.header, language), localize(part.begin, language),
+                          localize(part.end, language))
+    if not (header or begin or end):
+        return body
+    lines = [line for line in (header, begin) if line]
+    lines.append(body)
+    if end:
+        lines.append(end)
+    return "\n".join(lines)
+
+
+def window_body(before: str, after: str, cursor_mark: str) -> str:
+    """The text around the cursor, the cursor marked where text follows it."""
+    return before + (cursor_mark + after if after else "")
+
+
+def render_section(section: SectionPlan, items: Iterable[Item], texts: Mapping[str, str],
+                   language: str) -> str:
+    """One section's text: each part with something to show, in the plan's order.
+
+    ``items`` are the section's kept items in render order; ``texts`` holds the
+    already-rendered bodies of its window and text parts by part id.
+    """
+    by_part: dict[str, list[str]] = {}
     for item in items:
-        by_section.setdefault(item.section, []).append(item)
-    parts = [f"{headers[s]}\n{_body(s, by_section[s])}" for s in SECTIONS[layer] if by_section.get(s)]
-    return LAYER_SEPARATOR.join(parts)
-
-
-def render_window(window: Window | None, instruction: str | None, language: str) -> str:
-    """The Immediate layer: the text around the cursor, then the writer's instruction."""
-    headers = HEADERS.get(language, HEADERS["en"])
+        by_part.setdefault(item.section, []).append(item.text)
     parts = []
-    if window is not None and (window.before or window.after):
-        text = window.before + (CURSOR_MARK.get(language, CURSOR_MARK["en"]) + window.after
-                                if window.after else "")
-        parts.append(f"{headers['window']}\n{text}")
-    if instruction:
-        parts.append(f"{headers['instruction']}\n{instruction}")
-    return LAYER_SEPARATOR.join(parts)
-
-
-def join_layers(texts: dict[Layer, str]) -> tuple[str, dict[Layer, int]]:
-    """The prompt, and the character offset where each layer's text ends in it."""
-    prompt = ""
-    ends: dict[Layer, int] = {}
-    for layer in LAYER_ORDER:
-        text = texts.get(layer, "")
+    for part in section.parts:
+        if part.kind == "items":
+            found = by_part.get(part.id)
+            body = list_body(part, found) if found else ""
+        else:
+            body = texts.get(part.id, "")
+        text = wrap(part, body, language)
         if text:
-            prompt = prompt + LAYER_SEPARATOR + text if prompt else text
-        ends[layer] = len(prompt)
+            parts.append(text)
+    return SEPARATOR.join(parts)
+
+
+def join_sections(plan: Plan, texts: Mapping[str, str]) -> tuple[str, dict[str, int]]:
+    """The prompt, and the character offset where each section's text ends in it."""
+    prompt = ""
+    ends: dict[str, int] = {}
+    for section in plan.sections:
+        text = texts.get(section.id, "")
+        if text:
+            prompt = prompt + SEPARATOR + text if prompt else text
+        ends[section.id] = len(prompt)
     return prompt, ends

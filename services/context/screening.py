@@ -1,17 +1,23 @@
-"""Before budgeting: refuse foreign items, skip malformed ones and duplicates."""
+"""Before budgeting: refuse foreign items, skip malformed ones and duplicates.
+
+How strictly a part's items are screened is the plan's choice (``dedupe``):
+by id only (rules are injected even when the window mentions them), also by
+text, or also against the text around the cursor (retrieved passages).
+"""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import structlog
 
-from services.context.models import Item, ItemReport, Layer, Window
-from services.context.render import SECTIONS
+from services.context.memo import Memo
+from services.context.models import Item, ItemReport, Window
+from services.context.plan import PartPlan, Plan
 from services.errors import ScopeViolation
 
+# The spec's cap on retrieved candidates (the novel profile's ``candidates``).
 MAX_RETRIEVED = 200
 
 _log = structlog.get_logger("context.screening")
@@ -25,7 +31,7 @@ class Screened:
 
 
 def dropped(item: Item, reason: str) -> ItemReport:
-    # Positional: a frozen dataclass's keyword call costs a quarter more, and there are hundreds.
+    # Positional: a keyword call costs a quarter more, and there are hundreds.
     return ItemReport(item.id, item.layer, item.section, item.source, max(item.tokens, 0), item.key,
                       item.key_name, "dropped", reason)
 
@@ -35,20 +41,21 @@ def check_scope(items: Sequence[Item], project_id: str) -> None:
     for item in items:
         if item.project_id != project_id:
             _log.warning("security.scope_violation", project_id=project_id, item_id=item.id,
-                         item_project_id=item.project_id, layer=item.layer.value, source=item.source)
-            raise ScopeViolation(layer=item.layer.value, itemId=item.id)
+                         item_project_id=item.project_id, layer=item.layer, source=item.source)
+            raise ScopeViolation(layer=item.layer, itemId=item.id)
 
 
-def _valid(item: Item) -> bool:
-    return (item.tokens >= 0 and bool(item.text) and not item.text.isspace()
-            and item.section in SECTIONS[item.layer]
-            and item.key == item.key)  # NaN keys would make ordering meaningless
+def item_parts(plan: Plan) -> dict[tuple[str, str], PartPlan]:
+    """(section id, part id) -> part, for the parts that hold items."""
+    return {(s.id, p.id): p for s in plan.sections for p in s.parts if p.kind == "items"}
 
 
-@functools.lru_cache(maxsize=8192)
-def _norm(text: str) -> str:
-    """``text`` without whitespace (cached: the same records come back every assembly)."""
-    return "".join(text.split())
+def _valid(item: Item, parts: dict[tuple[str, str], PartPlan]) -> PartPlan | None:
+    part = parts.get((item.layer, item.section))
+    if (part is None or item.tokens < 0 or not item.text or item.text.isspace()
+            or item.key != item.key):  # NaN keys would make ordering meaningless
+        return None
+    return part
 
 
 def _overlaps(span: tuple[int, int] | None, window: Window | None) -> bool:
@@ -58,48 +65,50 @@ def _overlaps(span: tuple[int, int] | None, window: Window | None) -> bool:
     return span[0] < end and window.start < span[1]
 
 
-def screen(items: Sequence[Item], window: Window | None) -> Screened:
-    """Keep valid, distinct items; cap Retrieved candidates at :data:`MAX_RETRIEVED`."""
+def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo) -> Screened:
+    """Keep valid, distinct items; cap each section at its ``candidates``."""
+    parts = item_parts(plan)
     result = Screened(items=[])
-    window_text = _norm((window.before + window.after) if window else "")
+    window_text = memo.norm((window.before + window.after) if window else "")
     seen: set[str] = set()
     invalid = 0
     for item in items:
-        reason, norm = _reason_to_skip(item, window, window_text, seen)
+        part = _valid(item, parts)
+        reason = "invalid" if part is None else _reason_to_skip(item, part, window, window_text, seen, memo)
         if reason is None:
             result.items.append(item)
-            seen.add(item.id)
-            if item.layer is not Layer.RULES:
-                seen.add("text:" + norm)
         else:
             invalid += reason == "invalid"
             result.reports.append(dropped(item, reason))
     if invalid:
         result.warnings.append(f"CONTEXT_LAYER_INVALID: {invalid} malformed item(s) skipped")
-    _cap_retrieved(result)
+    for section in plan.sections:
+        if section.candidates is not None:
+            _cap(result, section.id, section.candidates)
     return result
 
 
-def _reason_to_skip(item: Item, window: Window | None, window_text: str,
-                    seen: set[str]) -> tuple[str | None, str]:
-    """Why ``item`` is skipped (None: kept), and its whitespace-free text ("" for Rules)."""
-    if not _valid(item):
-        return "invalid", ""
+def _reason_to_skip(item: Item, part: PartPlan, window: Window | None, window_text: str,
+                    seen: set[str], memo: Memo) -> str | None:
+    """Why ``item`` is skipped (None: kept, and remembered in ``seen``)."""
     if item.id in seen:
-        return "duplicate", ""
-    if item.layer is Layer.RULES:
-        return None, ""  # rules are injected even when the window mentions them
-    norm = _norm(item.text)
+        return "duplicate"
+    if part.dedupe == "id":
+        seen.add(item.id)
+        return None
+    norm = memo.norm(item.text)
     if "text:" + norm in seen:
-        return "duplicate", norm
-    if item.layer is Layer.RETRIEVED and (_overlaps(item.span, window) or (norm and norm in window_text)):
-        return "duplicate", norm
-    return None, norm
+        return "duplicate"
+    if part.dedupe == "window" and (_overlaps(item.span, window) or (norm and norm in window_text)):
+        return "duplicate"
+    seen.add(item.id)
+    seen.add("text:" + norm)
+    return None
 
 
-def _cap_retrieved(result: Screened) -> None:
-    retrieved = sorted((i for i in result.items if i.layer is Layer.RETRIEVED), key=lambda i: -i.key)
-    over = retrieved[MAX_RETRIEVED:]
+def _cap(result: Screened, section: str, limit: int) -> None:
+    ranked = sorted((i for i in result.items if i.layer == section), key=lambda i: -i.key)
+    over = ranked[limit:]
     if not over:
         return
     # Ids are unique after screening, so identity is equality here (and list.remove was quadratic).

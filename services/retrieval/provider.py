@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from services.context.models import Item, Layer
+from services.context.models import Item
 from services.context.screening import MAX_RETRIEVED
 from services.retrieval.search import Exclusion, Hit
 from services.sources.base import GatherContext
@@ -35,8 +35,12 @@ class RetrievalProvider:
     index_encoding: str  # the encoding chunk token counts were computed with
     name: str = "retrieval"
     warning: str = "RETRIEVAL_UNAVAILABLE"
+    sources: tuple[str, ...] = ("retrieval.passages",)
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
+        where = ctx.place("retrieval.passages")
+        if where is None:
+            return []
         exclude = Exclusion(ctx.document_id, ctx.window.cursor) if ctx.skill.exclude_after else None
         # The encoder sees the sentences nearest the cursor and the start of the instruction (its cost
         # grows with the text); BM25 gets the whole query.
@@ -44,12 +48,12 @@ class RetrievalProvider:
         hits = await self.searcher.search(ctx.project_id, ctx.query, limit=MAX_RETRIEVED, exclude=exclude,
                                           dense_query=dense)
         same = ctx.counter.info.exact and ctx.counter.info.encoding == self.index_encoding
-        return [self._item(hit, ctx, same) for hit in hits]
+        return [self._item(hit, ctx, same, where) for hit in hits]
 
     @staticmethod
-    def _item(hit: Hit, ctx: GatherContext, same_tokenizer: bool) -> Item:
+    def _item(hit: Hit, ctx: GatherContext, same_tokenizer: bool, where: tuple[str, str]) -> Item:
         here = hit.document_id == ctx.document_id
-        return Item(id=f"chunk:{hit.document_id}#{hit.ordinal}", layer=Layer.RETRIEVED, section="passages",
+        return Item(id=f"chunk:{hit.document_id}#{hit.ordinal}", layer=where[0], section=where[1],
                     source=f"document:{hit.document_id}", text=hit.text,
                     tokens=hit.tokens if same_tokenizer else ctx.counter.count(hit.text), key=hit.score,
                     key_name="score", project_id=hit.project_id, span=(hit.start, hit.end) if here else None)

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Protocol
 
 from services.context.counting import CountCache
 from services.context.models import Item, Window
 from services.context.skills import Skill
 from services.sources.relevance import features
+
+
+# Where each source's items go when no plan says otherwise: the novel profile's sections and parts.
+NOVEL_PLACEMENT: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "constraints": ("rules", "constraints"),
+    "project.narrative": ("rules", "narrative"),
+    "kg.entities": ("rules", "entities"),
+    "memory.semantic": ("settings", "preferences"),
+    "project.style": ("settings", "style"),
+    "retrieval.passages": ("retrieved", "passages"),
+    "memory.episodic": ("retrieved", "history"),
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +39,13 @@ class GatherContext:
     # features() of cursor_text, made once per assembly (off the event loop) by whoever builds the
     # context, for every provider that ranks by it; None: each provider makes them itself.
     cursor_features: frozenset[str] | None = None
+    # Source name -> (section id, part id) of the plan being assembled; a source not in it is not
+    # wanted, and its provider gathers nothing for it.
+    placement: Mapping[str, tuple[str, str]] = field(default_factory=lambda: NOVEL_PLACEMENT)
+
+    def place(self, source: str) -> tuple[str, str] | None:
+        """Where ``source``'s items go in this assembly, or None if nowhere."""
+        return self.placement.get(source)
 
     @property
     def cursor_text(self) -> str:
@@ -51,6 +71,11 @@ class Provider(Protocol):
     @property
     def name(self) -> str:
         """The fault name and log name: constraints, kg, memory, retrieval."""
+        ...
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The profile sources it fills (constraints, kg.entities, ...)."""
         ...
 
     @property

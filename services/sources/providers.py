@@ -22,7 +22,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 from services.caches import ProjectCache, Rendered, entity_sheet_cache, episode_text_cache
-from services.context.models import Item, Layer
+from services.context.models import Item
 from services.sources.base import GatherContext
 from services.sources.records import ConstraintLike, EntityLike, EpisodeLike, Fetch, SemanticRuleLike
 from services.sources.relevance import features, similarity
@@ -34,8 +34,8 @@ ENTITY_KINDS = {
 }
 
 
-def _constraint_item(record: ConstraintLike, ctx: GatherContext) -> Item:
-    return Item(id=f"constraint:{record.id}", layer=Layer.RULES, section="constraints",
+def _constraint_item(record: ConstraintLike, ctx: GatherContext, where: tuple[str, str]) -> Item:
+    return Item(id=f"constraint:{record.id}", layer=where[0], section=where[1],
                 source=f"constraint:{record.kind}", text=record.text,
                 tokens=ctx.counter.count(record.text), key=float(record.priority), key_name="priority",
                 project_id=record.project_id, origin="kg" if record.source == "kg" else "user")
@@ -48,14 +48,18 @@ class UserConstraintsProvider:
     fetch: Fetch[ConstraintLike]
     name: str = "constraints"
     warning: str = "CONSTRAINTS_UNAVAILABLE"
+    sources: tuple[str, ...] = ("constraints",)
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
+        where = ctx.place("constraints")
+        if where is None:
+            return []
         records = await self.fetch(ctx.project_id)
-        return await asyncio.to_thread(self._items, records, ctx)
+        return await asyncio.to_thread(self._items, records, ctx, where)
 
     @staticmethod
-    def _items(records: Sequence[ConstraintLike], ctx: GatherContext) -> list[Item]:
-        return [_constraint_item(r, ctx) for r in records if r.source != "kg"]
+    def _items(records: Sequence[ConstraintLike], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
+        return [_constraint_item(r, ctx, where) for r in records if r.source != "kg"]
 
 
 @dataclass(frozen=True)
@@ -67,22 +71,30 @@ class KnowledgeGraphProvider:
     name: str = "kg"
     warning: str = "KG_UNAVAILABLE"
     sheets: ProjectCache[Hashable, Rendered] = field(default_factory=entity_sheet_cache, repr=False)
+    sources: tuple[str, ...] = ("constraints", "kg.entities")
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
-        constraints = await self.fetch_constraints(ctx.project_id)
-        entities = await self.fetch_entities(ctx.project_id)
+        at_constraints, at_entities = ctx.place("constraints"), ctx.place("kg.entities")
+        constraints = await self.fetch_constraints(ctx.project_id) if at_constraints else ()
+        entities = await self.fetch_entities(ctx.project_id) if at_entities else ()
         return await asyncio.to_thread(self._items, constraints, entities, ctx)
 
     def _items(self, constraints: Sequence[ConstraintLike], entities: Sequence[EntityLike],
                ctx: GatherContext) -> list[Item]:
-        items = [_constraint_item(r, ctx) for r in constraints if r.source == "kg"]
+        items = []
+        at_constraints, at_entities = ctx.place("constraints"), ctx.place("kg.entities")
+        if at_constraints:
+            items = [_constraint_item(r, ctx, at_constraints) for r in constraints if r.source == "kg"]
+        if not at_entities or not entities:
+            return items
         near = ctx.near_cursor
-        return items + [self._entity(e, ctx, near) for e in entities]
+        return items + [self._entity(e, ctx, near, at_entities) for e in entities]
 
-    def _entity(self, entity: EntityLike, ctx: GatherContext, near: frozenset[str]) -> Item:
+    def _entity(self, entity: EntityLike, ctx: GatherContext, near: frozenset[str],
+                where: tuple[str, str]) -> Item:
         key = (ctx.language, entity.kind, entity.name, tuple(entity.aliases), entity.description)
         text, own = self.sheets.get_or_make(entity.project_id, key, lambda: _entity_sheet(*key))
-        return Item(id=f"entity:{entity.id}", layer=Layer.RULES, section="entities",
+        return Item(id=f"entity:{entity.id}", layer=where[0], section=where[1],
                     source=f"kg:{entity.kind}", text=text, tokens=ctx.counter.count(text),
                     key=round(similarity(own, near), 6), key_name="relevance",
                     project_id=entity.project_id, origin="kg", names=(entity.name, *entity.aliases))
@@ -108,15 +120,19 @@ class SemanticMemoryProvider:
     fetch: Fetch[SemanticRuleLike]
     name: str = "memory"
     warning: str = "MEMORY_UNAVAILABLE"
+    sources: tuple[str, ...] = ("memory.semantic",)
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
+        where = ctx.place("memory.semantic")
+        if where is None:
+            return []
         records = await self.fetch(ctx.project_id)
-        return await asyncio.to_thread(self._items, records, ctx)
+        return await asyncio.to_thread(self._items, records, ctx, where)
 
     @staticmethod
-    def _items(records: Sequence[SemanticRuleLike], ctx: GatherContext) -> list[Item]:
+    def _items(records: Sequence[SemanticRuleLike], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
         return [
-            Item(id=f"semantic:{r.id}", layer=Layer.SETTINGS, section="preferences", source="semantic",
+            Item(id=f"semantic:{r.id}", layer=where[0], section=where[1], source="semantic",
                  text=r.text, tokens=ctx.counter.count(r.text), key=float(r.confidence),
                  key_name="confidence", project_id=r.project_id)
             for r in records if r.confirmed
@@ -135,22 +151,27 @@ class EpisodicMemoryProvider:
     name: str = "memory"
     warning: str = "MEMORY_UNAVAILABLE"
     texts: ProjectCache[Hashable, Rendered] = field(default_factory=episode_text_cache, repr=False)
+    sources: tuple[str, ...] = ("memory.episodic",)
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
+        where = ctx.place("memory.episodic")
+        if where is None:
+            return []
         records = await self.fetch(ctx.project_id)
-        return await asyncio.to_thread(self._items, records, ctx)
+        return await asyncio.to_thread(self._items, records, ctx, where)
 
-    def _items(self, records: Sequence[EpisodeLike], ctx: GatherContext) -> list[Item]:
+    def _items(self, records: Sequence[EpisodeLike], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
         episodes = sorted(records, key=lambda e: e.created_at, reverse=True)
         # A space never joins a bigram, so this is features() of the two texts joined.
         near = ctx.near_cursor | features(ctx.additional_input)
-        return [self._item(e, rank, near, ctx) for rank, e in enumerate(episodes)]
+        return [self._item(e, rank, near, ctx, where) for rank, e in enumerate(episodes)]
 
-    def _item(self, episode: EpisodeLike, rank: int, near: frozenset[str], ctx: GatherContext) -> Item:
+    def _item(self, episode: EpisodeLike, rank: int, near: frozenset[str], ctx: GatherContext,
+              where: tuple[str, str]) -> Item:
         key = (ctx.language, episode.instruction, episode.output)
         text, own = self.texts.get_or_make(episode.project_id, key, lambda: _episode_text(*key))
         score = 0.7 * similarity(own, near) + 0.3 * math.pow(_RECENCY_DECAY, rank)
-        return Item(id=f"episode:{episode.id}", layer=Layer.RETRIEVED, section="history",
+        return Item(id=f"episode:{episode.id}", layer=where[0], section=where[1],
                     source="episodic", text=text, tokens=ctx.counter.count(text), key=round(score, 6),
                     key_name="score", project_id=episode.project_id)
 
@@ -170,6 +191,7 @@ class NullRetrievalProvider:
 
     name: str = "retrieval"
     warning: str = "RETRIEVAL_UNAVAILABLE"
+    sources: tuple[str, ...] = ("retrieval.passages",)
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
         return []

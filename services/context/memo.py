@@ -1,0 +1,109 @@
+"""Memos of the engine's pure per-text work, owned by whoever owns the engine's caches.
+
+The same records come back at every assembly of a project, so their
+whitespace-free texts (for duplicate screening) and their ids' natural order
+are worth keeping; the composition root keeps one bounded memo per project,
+so nothing outlives a project or grows without bound.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Protocol
+
+NaturalId = tuple[str, int, str]
+
+
+class Memo(Protocol):
+    def norm(self, text: str) -> str:
+        """``text`` without whitespace."""
+        ...
+
+    def natural_id(self, item_id: str) -> NaturalId:
+        """Ids in creation order: ``constraint:9`` before ``constraint:10``."""
+        ...
+
+
+def norm(text: str) -> str:
+    return "".join(text.split())
+
+
+def natural_id(item_id: str) -> NaturalId:
+    prefix, _, suffix = item_id.rpartition(":")
+    return (prefix, int(suffix), "") if suffix.isdigit() else (prefix, -1, suffix)
+
+
+class NoMemo:
+    """Computes every time (tests, one-off assemblies)."""
+
+    def norm(self, text: str) -> str:
+        return norm(text)
+
+    def natural_id(self, item_id: str) -> NaturalId:
+        return natural_id(item_id)
+
+
+class BoundedMemo:
+    """Keeps the most recent answers, at most ``max_entries`` of each kind and ``max_chars``
+    characters of normalized text, safe across the worker threads assemblies run in."""
+
+    def __init__(self, max_entries: int = 8192, max_chars: int = 2_000_000) -> None:
+        self._max = max_entries
+        self._max_chars = max_chars
+        self._chars = 0
+        self._norms: OrderedDict[str, str] = OrderedDict()
+        self._ids: dict[str, NaturalId] = {}
+        self._lock = threading.Lock()
+
+    def norm(self, text: str) -> str:
+        with self._lock:
+            hit = self._norms.get(text)
+            if hit is not None:
+                self._norms.move_to_end(text)
+                return hit
+        value = norm(text)
+        if len(text) + len(value) > self._max_chars // 4:
+            return value  # one huge text would evict everything else
+        with self._lock:
+            if text not in self._norms:
+                self._chars += len(text) + len(value)
+            self._norms[text] = value
+            while len(self._norms) > self._max or self._chars > self._max_chars:
+                old, old_value = self._norms.popitem(last=False)
+                self._chars -= len(old) + len(old_value)
+        return value
+
+    def natural_id(self, item_id: str) -> NaturalId:
+        hit = self._ids.get(item_id)
+        if hit is None:
+            hit = natural_id(item_id)
+            with self._lock:
+                if len(self._ids) >= self._max:
+                    self._ids.clear()
+                self._ids[item_id] = hit
+        return hit
+
+
+class ProjectMemos:
+    """One :class:`BoundedMemo` per project, for the ``max_projects`` most recently used."""
+
+    def __init__(self, max_projects: int = 8) -> None:
+        self._max = max_projects
+        self._memos: OrderedDict[str, BoundedMemo] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def for_project(self, project_id: str) -> BoundedMemo:
+        with self._lock:
+            memo = self._memos.get(project_id)
+            if memo is None:
+                memo = self._memos[project_id] = BoundedMemo()
+                while len(self._memos) > self._max:
+                    self._memos.popitem(last=False)
+            else:
+                self._memos.move_to_end(project_id)
+            return memo
+
+    def drop(self, project_id: str) -> None:
+        with self._lock:
+            self._memos.pop(project_id, None)

@@ -1,0 +1,148 @@
+"""A resolved profile: what the engine runs.
+
+:mod:`services.profiles` turns a profile document (with ``extends`` flattened
+and every reference checked) into a :class:`Plan`. The engine reads nothing
+else about sections: their ids, sources, formats, budgets and reduction
+ladders all come from here, so a new assembly mode is a new plan, not new code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+PartKind = Literal["items", "window", "text"]
+ListStyle = Literal["plain", "numbered", "bulleted"]
+Rank = Literal["key", "user_first", "mentioned_first"]
+Dedupe = Literal["id", "text", "window"]
+StepName = Literal["drop_lowest", "cut_far_end", "trim_chars", "summary_cue", "lower_tier", "drop_section"]
+Role = Literal["system", "user", "assistant"]
+
+# A condition: a fact's name, or ("not", c) / ("all", (c, ...)) / ("any", (c, ...)).
+Condition = str | tuple[str, object]
+# Text per language; "en" is the fallback.
+Localized = Mapping[str, str]
+
+
+def localize(text: Localized | None, language: str) -> str:
+    if not text:
+        return ""
+    return text.get(language) or text.get("en") or next(iter(text.values()))
+
+
+def holds(condition: Condition | None, facts: frozenset[str]) -> bool:
+    """Whether ``condition`` is true of ``facts``; no condition always holds."""
+    if condition is None:
+        return True
+    if isinstance(condition, str):
+        return condition == "always" or condition in facts
+    op, arg = condition
+    if op == "not":
+        return not holds(arg, facts)  # type: ignore[arg-type]
+    parts = arg  # a tuple of conditions
+    if op == "all":
+        return all(holds(c, facts) for c in parts)  # type: ignore[attr-defined]
+    return any(holds(c, facts) for c in parts)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    text: str  # may hold ${name} placeholders, expanded once
+    condition: Condition | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartPlan:
+    id: str
+    source: str
+    kind: PartKind
+    header: Localized | None = None
+    begin: Localized | None = None
+    end: Localized | None = None
+    cursor: Localized | None = None  # marks the cursor in a document window
+    list_style: ListStyle = "plain"
+    separator: str = "\n\n"
+    content: tuple[Line, ...] = ()
+    condition: Condition | None = None
+    rank: Rank = "key"
+    dedupe: Dedupe = "text"
+    bounded: bool = False  # its items are bounded apart and not counted as the caller's input
+    audit: bool = False  # items cut from it are logged by id
+
+
+@dataclass(frozen=True, slots=True)
+class StepPlan:
+    section: str
+    id: str
+    step: StepName
+    target: Literal["fit", "cap"] = "fit"
+    floor: Literal["minimum", "none"] = "minimum"
+    parts: tuple[str, ...] | None = None
+    origin: str | None = None
+    order: Literal["key", "reverse"] = "key"
+    chars: int | None = None
+    cue: Localized | None = None
+    reason: str = "budget"
+    warn: Literal["below_minimum", "overbudget"] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.section}:{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class SectionPlan:
+    id: str
+    parts: tuple[PartPlan, ...]
+    role: Role = "user"
+    stable: bool = False
+    condition: Condition | None = None
+    ratio: float = 0.0
+    minimum: int = 0
+    max: int | None = None
+    steps: tuple[StepPlan, ...] = ()
+    never: bool = False
+    candidates: int | None = None
+    overbudget_warning: str | None = None
+    truncated_warning: str | None = None
+
+    def part(self, part_id: str) -> PartPlan | None:
+        return next((p for p in self.parts if p.id == part_id), None)
+
+    @property
+    def window_part(self) -> PartPlan | None:
+        return next((p for p in self.parts if p.kind == "window"), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    name: str
+    sections: tuple[SectionPlan, ...]
+    trim: tuple[StepPlan, ...] = ()
+    last_resort: tuple[str, ...] = ()
+    variables: Mapping[str, str] = field(default_factory=dict)  # declared variables and their defaults
+    facts: Mapping[str, str] = field(default_factory=dict)  # fact name -> the source that publishes it
+    lineage: tuple[str, ...] = ()  # this profile's name and its ancestors', nearest first
+
+    def section(self, section_id: str) -> SectionPlan:
+        return next(s for s in self.sections if s.id == section_id)
+
+    @property
+    def sources(self) -> frozenset[str]:
+        """Every source an assembly with this plan gathers: its parts' and its conditions' facts'."""
+        return frozenset(p.source for s in self.sections for p in s.parts) | frozenset(self.facts.values())
+
+    @property
+    def window_section(self) -> SectionPlan | None:
+        return next((s for s in self.sections if s.window_part is not None), None)
+
+    def placement(self) -> dict[str, tuple[str, str]]:
+        """Source name -> (section id, part id) for the sources that fill parts."""
+        return {p.source: (s.id, p.id) for s in self.sections for p in s.parts}
+
+    def with_budgets(self, ratios: Mapping[str, float], minimums: Mapping[str, int]) -> Plan:
+        """The plan with these sections' ratios and minimums (the project's budget table)."""
+        sections = tuple(replace(s, ratio=ratios.get(s.id, s.ratio), minimum=minimums.get(s.id, s.minimum))
+                         for s in self.sections)
+        return replace(self, sections=sections)

@@ -1,0 +1,496 @@
+"""Graded reduction: each section's ladder of steps, run in the plan's ``trim`` order.
+
+The steps, cheapest loss first (docs/profiles.md):
+
+* ``drop_lowest``: drop whole items, lowest ordering key first (or in reverse render
+  order), down to the section's minimum unless the step's floor is ``none``;
+* ``cut_far_end``: cut the text around the cursor from its far ends (or a text part
+  from its end), on a sentence boundary;
+* ``trim_chars``: cut each text to ``chars`` characters, on a sentence boundary;
+* ``summary_cue``: replace the section by a short cue;
+* ``lower_tier``: drop the highest tier of every group of tiered items, a tier at a time;
+* ``drop_section``: remove the section.
+
+Every step that changes something is recorded with the section's tokens
+before and after it, and every item it removes keeps a reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import structlog
+
+from services.context.budget import cap
+from services.context.memo import Memo
+from services.context.models import Budget, Item, ItemReport, Reduction, Window
+from services.context.plan import Plan, SectionPlan, StepPlan, localize
+from services.context.render import join_sections, render_section, window_body, wrap
+from services.context.screening import Screened, dropped
+from services.context.trim import first_true, keep_head, keep_tail
+from services.errors import InputTooLarge
+
+if TYPE_CHECKING:
+    from services.context.engine import Request
+
+_log = structlog.get_logger("context.reduce")
+_MAX_FIX_ROUNDS = 64
+_ENDS = frozenset("。！？!?.…\n")
+_CLOSERS = frozenset("\"'”’」』）)】")
+ELLIPSIS = "…"
+
+
+@dataclass
+class State:
+    request: Request
+    plan: Plan
+    budget: Budget
+    count: Callable[[str], int]
+    memo: Memo
+    kept: dict[str, list[Item]]
+    texts: dict[tuple[str, str], str]
+    before: str
+    after: str
+    window_section: SectionPlan | None
+    reports: list[ItemReport] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    truncated: set[str] = field(default_factory=set)
+    reductions: list[Reduction] = field(default_factory=list)
+    trimmed_items: dict[int, str] = field(default_factory=dict)  # id(item) -> reason its text was cut
+    window_cut: bool = False
+
+    @classmethod
+    def start(cls, request: Request, plan: Plan, budget: Budget, count: Callable[[str], int], memo: Memo,
+              screened: Screened, texts: dict[tuple[str, str], str]) -> State:
+        window = request.window
+        state = cls(request=request, plan=plan, budget=budget, count=count, memo=memo,
+                    kept={s.id: [] for s in plan.sections}, texts=texts,
+                    before=window.before if window else "", after=window.after if window else "",
+                    window_section=plan.window_section, reports=list(screened.reports),
+                    warnings=[*request.warnings, *screened.warnings])
+        state.truncated |= {r.layer for r in screened.reports if r.reason == "candidate_limit"}
+        return state
+
+    def section(self, section_id: str) -> SectionPlan:
+        return self.plan.section(section_id)
+
+    def part_texts(self, section: SectionPlan) -> dict[str, str]:
+        texts = {p.id: self.texts.get((section.id, p.id), "") for p in section.parts if p.kind == "text"}
+        window = section.window_part
+        if window is not None:
+            mark = localize(window.cursor, self.request.language)
+            texts[window.id] = window_body(self.before, self.after, mark)
+        return texts
+
+    def text(self, section_id: str, items: Sequence[Item] | None = None) -> str:
+        section = self.section(section_id)
+        return render_section(section, self.kept[section_id] if items is None else items,
+                              self.part_texts(section), self.request.language)
+
+    def has_window(self, section_id: str) -> bool:
+        holder = self.window_section
+        return holder is not None and holder.id == section_id and bool(self.before or self.after)
+
+    def has_content(self, section_id: str) -> bool:
+        return (bool(self.kept[section_id]) or self.has_window(section_id)
+                or any(self.texts.get((section_id, p.id)) for p in self.section(section_id).parts))
+
+    def without(self, section_id: str, gone: Sequence[Item]) -> list[Item]:
+        """The section's kept items minus ``gone``, in render order."""
+        skip = {id(i) for i in gone}
+        return [i for i in self.kept[section_id] if id(i) not in skip]
+
+    def drop(self, section_id: str, gone: Sequence[Item], reason: str | Callable[[Item], str]) -> None:
+        """Drop ``gone`` from the section (in that order, for the reports)."""
+        if not gone:
+            return
+        # Screening keeps one item per id, so identity is equality here (and much cheaper).
+        self.kept[section_id] = self.without(section_id, gone)
+        for item in gone:
+            self.reports.append(dropped(item, reason if isinstance(reason, str) else reason(item)))
+        self.truncated.add(section_id)
+        for part in self.section(section_id).parts:
+            if part.audit:  # one line for all, each by id: a log line costs more than the cut itself
+                cut = [item.id for item in gone if item.section == part.id]
+                if cut:
+                    _log.info(f"context.{part.id}_cut", project_id=self.request.project_id, **{part.id: cut})
+
+    def record(self, step: StepPlan | str, section_id: str, before: int, after: int) -> None:
+        name = step if isinstance(step, str) else step.id
+        self.reductions.append(Reduction(section_id, name, before, after))
+        _log.debug("context.reduced", section=section_id, step=name, tokens_before=before, tokens_after=after)
+
+
+# --- ordering -------------------------------------------------------------------------------
+
+
+def _mentioned(items: Sequence[Item], window: Window | None) -> set[str]:
+    text = (window.before + window.after) if window else ""
+    return {i.id for i in items if i.names and any(name and name in text for name in i.names)}
+
+
+def order_items(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo) -> dict[str, list[Item]]:
+    """Each section's items in render order: by the part's rank (the writer's own first, or those
+    named near the cursor first), then by key (highest first), then oldest first."""
+    ranks = {(s.id, p.id): p.rank for s in plan.sections for p in s.parts}
+    mentioned = _mentioned([i for i in items if ranks.get((i.layer, i.section)) == "mentioned_first"], window)
+    natural = memo.natural_id
+
+    def rank(item: Item) -> tuple[bool, float, tuple[str, int, str]]:
+        how = ranks[(item.layer, item.section)]
+        if how == "user_first":
+            demoted = item.origin != "user"
+        elif how == "mentioned_first":
+            demoted = item.id not in mentioned
+        else:
+            demoted = False
+        return (demoted, -item.key, natural(item.id))
+
+    by_section: dict[str, list[Item]] = {s.id: [] for s in plan.sections}
+    for item in items:
+        by_section[item.layer].append(item)
+    return {sid: sorted(found, key=rank) for sid, found in by_section.items()}
+
+
+# --- drop_lowest ------------------------------------------------------------------------------
+
+
+def _guess(sequence: Sequence[Item], excess: int) -> int:
+    """How many items of ``sequence`` to drop to shed ``excess`` tokens, by their own counts."""
+    shed = 0
+    for n, item in enumerate(sequence, start=1):
+        shed += max(item.tokens, 0) + 1  # + its separator
+        if shed >= excess:
+            return n
+    return len(sequence)
+
+
+def drops_needed(state: State, section_id: str, sequence: Sequence[Item], size: int | None,
+                 target: int, floor: int = 0) -> tuple[int, int]:
+    """How many items a one-at-a-time loop drops from the front of ``sequence``, and the
+    section's count before.
+
+    That loop drops the next item, recounts the section and stops as soon as it
+    fits ``target``; with a ``floor`` it stops instead just before a drop that
+    would leave the section under ``floor``. Removing a whole item never makes
+    the count larger, so the stopping point is found with a few exact counts
+    (:func:`first_true`, galloping from a guess) instead of one per item.
+    ``size`` is the section's current count if known.
+    """
+    if not sequence or (size is not None and size <= target):
+        return 0, size or 0
+    counts = {} if size is None else {0: size}
+
+    def size_after(k: int) -> int:
+        if k not in counts:
+            counts[k] = state.count(state.text(section_id, state.without(section_id, sequence[:k])))
+        return counts[k]
+
+    last = len(sequence)
+    if size_after(last) <= target:
+        estimate = size if size is not None else sum(max(i.tokens, 0) + 1 for i in state.kept[section_id])
+        guess = min(max(_guess(sequence, estimate - target), 1), last)
+        stop = first_true(lambda k: size_after(k) <= target, 0, last, guess)
+        if stop == 1 and size_after(0) <= target:
+            return 0, counts[0]  # it fitted already
+    else:
+        stop = last  # nothing fits: the loop drops them all
+    if floor and size_after(stop) < floor:
+        # The loop checks the section without the next item before dropping it.
+        stop = first_true(lambda k: size_after(k) < floor, 0, stop, stop) - 1
+    return stop, (size_after(0) if stop else counts.get(0, 0))
+
+
+def _sequence(state: State, section_id: str, step: StepPlan) -> list[Item]:
+    """The step's candidates, first to go first."""
+    items = [i for i in state.kept[section_id] if step.origin is None or i.origin == step.origin]
+    groups = [items] if step.parts is None else [[i for i in items if i.section == p] for p in step.parts]
+    natural = state.memo.natural_id
+    sequence: list[Item] = []
+    for group in groups:
+        if step.order == "reverse":
+            sequence.extend(reversed(group))
+        else:
+            sequence.extend(sorted(group, key=lambda i: (i.key, natural(i.id))))
+    return sequence
+
+
+def drop_lowest(state: State, section_id: str, step: StepPlan, target: int, floor: int,
+                size: int | None) -> tuple[int, int]:
+    """Returns how many items went and the section's count before."""
+    sequence = _sequence(state, section_id, step)
+    stop, before = drops_needed(state, section_id, sequence, size, target, floor)
+    state.drop(section_id, sequence[:stop], step.reason)
+    return stop, before
+
+
+# --- text steps ---------------------------------------------------------------------------------
+
+
+def _cut_window(state: State, section_id: str, target: int) -> None:
+    """Cut the window from its far ends so its section fits ``target`` tokens."""
+    size = state.count(state.text(section_id))
+    body = state.count(state.before) + state.count(state.after)
+    room = max(body - (size - target), 0)
+    after_share = state.count(state.after) / body if body else 0.0
+    after_room = int(room * after_share)
+    state.before = keep_tail(state.before, room - after_room, state.count)
+    state.after = keep_head(state.after, after_room, state.count)
+    state.window_cut = True
+    state.truncated.add(section_id)
+
+
+def _text_keys(state: State, section_id: str, step: StepPlan | None) -> list[tuple[str, str]]:
+    parts = state.section(section_id).parts
+    return [(section_id, p.id) for p in parts
+            if p.kind == "text" and (step is None or step.parts is None or p.id in step.parts)]
+
+
+def cut_far_end(state: State, section_id: str, step: StepPlan | None, target: int) -> bool:
+    if state.has_window(section_id):
+        _cut_window(state, section_id, target)
+        return True
+    changed = False
+    for key in reversed(_text_keys(state, section_id, step)):
+        excess = state.count(state.text(section_id)) - target
+        text = state.texts.get(key, "")
+        if excess <= 0 or not text:
+            continue
+        state.texts[key] = keep_head(text, max(state.count(text) - excess, 0), state.count)
+        changed = True
+    if changed:
+        state.truncated.add(section_id)
+    return changed
+
+
+def cut_chars(text: str, chars: int) -> str:
+    """The head of ``text`` within ``chars`` characters, ending a sentence if one ends in it."""
+    if len(text) <= chars:
+        return text
+    head = text[:chars]
+    for i in range(len(head) - 1, 0, -1):
+        if head[i] in _ENDS:
+            j = i + 1
+            while j < len(head) and head[j] in _CLOSERS:
+                j += 1
+            return head[:j].rstrip()
+    return head
+
+
+def _rewrite_texts(state: State, section_id: str, step: StepPlan, change: Callable[[str], str]) -> bool:
+    changed = False
+    for key in _text_keys(state, section_id, step):
+        text = state.texts.get(key, "")
+        new = change(text)
+        if new != text:
+            state.texts[key] = new
+            changed = True
+    kept = []
+    for item in state.kept[section_id]:
+        new = change(item.text) if step.parts is None or item.section in step.parts else item.text
+        if new != item.text:
+            item = replace(item, text=new, tokens=state.count(new))
+            state.trimmed_items[id(item)] = step.reason if step.reason != "budget" else step.step
+            changed = True
+        kept.append(item)
+    state.kept[section_id] = kept
+    if changed:
+        state.truncated.add(section_id)
+    return changed
+
+
+def trim_chars(state: State, section_id: str, step: StepPlan) -> bool:
+    limit = step.chars or 800
+    return _rewrite_texts(state, section_id, step, lambda text: cut_chars(text, limit))
+
+
+def summary_cue(state: State, section_id: str, step: StepPlan) -> bool:
+    cue = localize(step.cue, state.request.language)
+    if cue:
+        had = state.has_content(section_id)
+        state.drop(section_id, list(state.kept[section_id]), step.reason)
+        for key in _text_keys(state, section_id, None):
+            state.texts[key] = ""
+        first_text = _text_keys(state, section_id, None)
+        if first_text:
+            state.texts[first_text[0]] = cue
+        state.truncated.add(section_id)
+        return had
+    limit = step.chars or 400
+
+    def shorten(text: str) -> str:
+        return text if len(text) <= limit else cut_chars(text, max(limit - 1, 1)) + ELLIPSIS
+
+    return _rewrite_texts(state, section_id, step, shorten)
+
+
+def lower_tier(state: State, section_id: str, step: StepPlan, target: int) -> bool:
+    changed = False
+    while state.count(state.text(section_id)) > target:
+        tiers: dict[str, set[int]] = {}
+        for item in state.kept[section_id]:
+            if item.tier is not None and item.group is not None:
+                tiers.setdefault(item.group, set()).add(item.tier)
+        top = {group: max(found) for group, found in tiers.items() if len(found) > 1}
+        if not top:
+            break
+        gone = [i for i in state.kept[section_id] if i.group in top and i.tier == top[i.group]]
+        state.drop(section_id, gone, step.reason if step.reason != "budget" else "lower_tier")
+        changed = True
+    return changed
+
+
+def drop_section(state: State, section_id: str, step: StepPlan) -> bool:
+    had = state.has_content(section_id)
+    state.drop(section_id, list(state.kept[section_id]), step.reason if step.reason != "budget"
+               else "section_dropped")
+    for key in _text_keys(state, section_id, None):
+        state.texts[key] = ""
+    if state.has_window(section_id):
+        state.before = state.after = ""
+        state.window_cut = True
+    state.truncated.add(section_id)
+    return had
+
+
+def apply(state: State, section_id: str, step: StepPlan, target: int, floor: int, size: int | None) -> None:
+    """Run one step on a section whose count is ``size`` (if known) towards ``target``."""
+    if step.step == "drop_lowest":
+        gone, before = drop_lowest(state, section_id, step, target, floor, size)
+        if gone:
+            state.record(step, section_id, before, state.count(state.text(section_id)))
+        return
+    before = size if size is not None else state.count(state.text(section_id))
+    if step.step == "cut_far_end":
+        changed = cut_far_end(state, section_id, step, max(target, floor))
+    elif step.step == "trim_chars":
+        changed = trim_chars(state, section_id, step)
+    elif step.step == "summary_cue":
+        changed = summary_cue(state, section_id, step)
+    elif step.step == "lower_tier":
+        changed = lower_tier(state, section_id, step, target)
+    else:
+        changed = drop_section(state, section_id, step)
+    if changed:
+        state.record(step, section_id, before, state.count(state.text(section_id)))
+
+
+# --- the passes ---------------------------------------------------------------------------------
+
+
+def _overbudget(state: State, section: SectionPlan, size: int, allowance: int) -> None:
+    template = section.overbudget_warning or "CONTEXT_SECTION_OVERBUDGET: {section} uses {tokens} tokens, " \
+                                              "its cap is {cap}"
+    state.warnings.append(template.replace("{section}", section.id).replace("{tokens}", str(size))
+                          .replace("{cap}", str(allowance)))
+    _log.warning(f"context.{section.id}_overbudget", project_id=state.request.project_id, tokens=size,
+                 allowance=allowance)
+
+
+def _run_cap(state: State, step: StepPlan) -> None:
+    section = state.section(step.section)
+    allowance = cap(state.budget, section)
+    size = state.count(state.text(section.id))
+    if size <= allowance:
+        return
+    if step.warn == "overbudget":
+        _overbudget(state, section, size, allowance)
+    floor = state.budget.minimums[section.id] if step.floor == "minimum" else 0
+    apply(state, section.id, step, max(allowance, floor), floor, size)
+
+
+def fit(state: State, caps_only: bool) -> None:
+    """Run the plan's ``trim`` steps: with ``caps_only`` its ``cap`` steps, otherwise its ``fit``
+    steps until the prompt (estimated from its sections' counts) fits the total.
+
+    A section is not counted before its turn when its step drops whole items:
+    its target does not depend on its own size, and once items are dropped the
+    smaller counts show it was over (see :func:`drops_needed`).
+    """
+    active = {s.id for s in state.plan.sections}
+    steps = [s for s in state.plan.trim if s.section in active and (s.target == "cap") == caps_only]
+    if caps_only:
+        for step in steps:
+            _run_cap(state, step)
+        return
+    sizes: dict[str, int] = {}
+
+    def size_of(section_id: str) -> int:
+        if section_id not in sizes:
+            sizes[section_id] = state.count(state.text(section_id))
+        return sizes[section_id]
+
+    for step in steps:
+        sid = step.section
+        others = [size_of(o.id) for o in state.plan.sections if o.id != sid]
+        lazy = sid not in sizes and step.step == "drop_lowest"
+        # A section with content renders at least a header, so it counts at least one token.
+        filled = sum(1 for size in others if size) + (state.has_content(sid) if lazy else bool(size_of(sid)))
+        room = state.budget.total - sum(others) - max(filled - 1, 0)  # over = size - room
+        floor = state.budget.minimums[sid] if step.floor == "minimum" else 0
+        target = max(floor, room)
+        if lazy:
+            gone, before = drop_lowest(state, sid, step, target, floor, None)
+            if gone:
+                _below_minimum(state, step)
+                sizes[sid] = state.count(state.text(sid))
+                state.record(step, sid, before, sizes[sid])
+                continue
+            if size_of(sid) <= room:
+                return
+            continue
+        if size_of(sid) <= room:
+            return
+        if target >= sizes[sid]:
+            continue
+        _below_minimum(state, step)
+        apply(state, sid, step, target, floor, sizes[sid])
+        sizes[sid] = state.count(state.text(sid))
+
+
+def _below_minimum(state: State, step: StepPlan) -> None:
+    if step.warn == "below_minimum":
+        state.warnings.append(f"CONTEXT_BELOW_MINIMUM: {step.section} cut below its minimum")
+
+
+def verify(state: State) -> tuple[str, dict[str, int], int, dict[str, str]]:
+    """Render and count the real prompt; cut further while the exact count is over.
+
+    Returns the prompt, where each section ends in it, its count and each section's text.
+    """
+    for _ in range(_MAX_FIX_ROUNDS):
+        texts = {s.id: state.text(s.id) for s in state.plan.sections}
+        prompt, ends = join_sections(state.plan, texts)
+        tokens = state.count(prompt)
+        excess = tokens - state.budget.total
+        if excess <= 0:
+            return prompt, ends, tokens, texts
+        _last_resort(state, texts, excess)
+    raise InputTooLarge("The context could not be fitted to the budget", total=state.budget.total)
+
+
+def _last_resort(state: State, texts: dict[str, str], excess: int) -> None:
+    """Cut the first section of the plan's ``last_resort`` order that has something to cut."""
+    active = {s.id for s in state.plan.sections}
+    for section_id in (s for s in state.plan.last_resort if s in active):
+        section = state.section(section_id)
+        size = state.count(texts[section_id])
+        if not size or not (state.kept[section_id] or state.has_window(section_id)):
+            continue
+        if section.truncated_warning or section.never:
+            state.warnings.append(section.truncated_warning
+                                  or f"CONTEXT_SECTION_TRUNCATED: {section_id} cut to fit the budget")
+        target = max(size - excess, 0)
+        if state.has_window(section_id):
+            _cut_window(state, section_id, target)
+        else:
+            everything = StepPlan(section=section_id, id="last_resort", step="drop_lowest", floor="none")
+            drop_lowest(state, section_id, everything, target, 0, size)
+        state.record("last_resort", section_id, size, state.count(state.text(section_id)))
+        return
+    raise InputTooLarge("The fixed parts of the context exceed the budget", total=state.budget.total)
+
+
+__all__ = ["State", "fit", "order_items", "verify", "wrap"]

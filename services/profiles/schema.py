@@ -1,0 +1,170 @@
+"""The profile document (``strata.profile/1``): an ordered set of prompt sections, as data.
+
+These models describe what a profile *says*; :mod:`services.profiles.resolve`
+flattens ``extends`` and checks what the schema alone cannot (sources,
+variables, references between sections). The JSON Schema that ``rpc.discover``
+publishes is generated from :class:`ProfileDocument`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+SCHEMA = "strata.profile/1"
+NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+MAX_SECTIONS = 64
+MAX_LINES = 256
+MAX_LINE_CHARS = 4096
+
+Text = Annotated[str, Field(max_length=MAX_LINE_CHARS)]
+LocalText = Text | dict[Annotated[str, Field(max_length=16)], Text]
+"""A string, or one string per language (``{"zh": ..., "en": ...}``; ``en`` is the fallback)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid",
+                              frozen=True, allow_inf_nan=False)
+
+
+class Not(_Model):
+    not_: Condition = Field(alias="not")
+
+
+class All(_Model):
+    all: list[Condition] = Field(min_length=1, max_length=16)
+
+
+class Any_(_Model):
+    any: list[Condition] = Field(min_length=1, max_length=16)
+
+
+Condition = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.]{0,63}$")] | Not | All | Any_
+"""A fact's name (``always``, ``isFirstTurn``, ``hasMemories``...) or a ``not``/``all``/``any`` of them."""
+for _combinator in (Not, All, Any_):
+    _combinator.model_rebuild()
+
+
+class Line(_Model):
+    """A content line shown only when its condition holds (numbered lists skip it, without a gap)."""
+
+    text: Text
+    condition: Condition | None = None
+
+
+class Format(_Model):
+    """How a part is written: an optional header or begin/end delimiters, and its list style."""
+
+    header: LocalText | None = None
+    begin: LocalText | None = None
+    end: LocalText | None = None
+    cursor: LocalText | None = Field(default=None, description="document.window: marks the cursor")
+    list: Literal["plain", "numbered", "bulleted"] = "plain"
+    separator: Text | None = Field(default=None, description="between items of a plain list; default a blank line")
+
+
+class Budget(_Model):
+    ratio: float = Field(default=0.0, ge=0, le=1, description="share of the total budget")
+    minimum: int = Field(default=0, ge=0, le=10_000_000, description="tokens the first pass never goes under")
+    max: int | None = Field(default=None, ge=0, le=10_000_000, description="a cap for `cap` reduction steps")
+
+
+StepName = Literal["drop_lowest", "cut_far_end", "trim_chars", "summary_cue", "lower_tier", "drop_section"]
+
+
+class Step(_Model):
+    """One rung of a section's reduction ladder; ``trim`` names it as ``section:id``."""
+
+    step: StepName
+    id: Annotated[str, Field(pattern=ID_PATTERN)] | None = Field(default=None, description="default: the step")
+    target: Literal["fit", "cap"] = Field(
+        default="fit", description="fit: run while the prompt is over the total; cap: while the section is "
+        "over its cap (budget.max, else the larger of its share and its minimum)")
+    floor: Literal["minimum", "none"] = Field(
+        default="minimum", description="whether this step may take the section under its minimum")
+    parts: list[Annotated[str, Field(pattern=ID_PATTERN)]] | None = Field(
+        default=None, max_length=16, description="the parts it reduces, in this order (default all)")
+    origin: Literal["user", "kg", "project"] | None = Field(
+        default=None, description="drop_lowest: only items of this origin")
+    order: Literal["key", "reverse"] = Field(
+        default="key", description="drop_lowest: lowest key first, or reverse render order")
+    chars: int | None = Field(default=None, ge=1, le=1_000_000, description="trim_chars, summary_cue: the length")
+    cue: LocalText | None = Field(default=None, description="summary_cue: the text that stands for the section")
+    reason: Annotated[str, Field(pattern=r"^[a-z_]{1,32}$")] | None = Field(
+        default=None, description="the reason given to dropped items (default: budget)")
+    warn: Literal["below_minimum", "overbudget"] | None = None
+
+
+class Part(_Model):
+    """One source's content inside a section, with its own format."""
+
+    id: Annotated[str, Field(pattern=ID_PATTERN)]
+    source: Annotated[str, Field(max_length=96)]
+    content: list[Text | Line] | None = Field(default=None, max_length=MAX_LINES)
+    format: Format = Format()
+    condition: Condition | None = None
+    rank: Literal["key", "user_first", "mentioned_first"] = Field(
+        default="key", description="render order of items: by key; writer's items first; named near the cursor first")
+    audit: bool = Field(default=False, description="log the ids of items cut from this part")
+    dedupe: Literal["id", "text", "window"] = Field(
+        default="text", description="screening: by id only; also by text; also against the window text")
+
+
+class Warnings(_Model):
+    overbudget: Text | None = Field(default=None, description="with {tokens} and {cap}")
+    truncated: Text | None = None
+
+
+class Section(_Model):
+    """A block of the prompt. Either one source (``source``/``content``/``format``) or ``parts``."""
+
+    order: int | None = Field(default=None, ge=-1_000_000, le=1_000_000)
+    required: bool = False
+    condition: Condition | None = None
+    source: Annotated[str, Field(max_length=96)] | None = None
+    content: list[Text | Line] | None = Field(default=None, max_length=MAX_LINES)
+    format: Format | None = None
+    parts: list[Part] | None = Field(default=None, max_length=16)
+    budget: Budget | None = None
+    reduce: list[Step] | None = Field(default=None, max_length=16)
+    never: bool = Field(default=False, description="never reduced, except as the last resort")
+    stable: bool | None = Field(default=None, description="part of the cacheable prefix")
+    role: Literal["system", "user", "assistant"] | None = None
+    candidates: int | None = Field(default=None, ge=1, le=10_000, description="at most this many items screened in")
+    warnings: Warnings | None = None
+    override: bool = Field(default=False, description="replace the parent's section of this id")
+    exclude: bool = Field(default=False, description="remove the parent's section of this id")
+
+
+class Role(_Model):
+    sections: list[Annotated[str, Field(pattern=ID_PATTERN)]] = Field(max_length=MAX_SECTIONS)
+
+
+class Variable(_Model):
+    description: Text | None = None
+    default: Text | None = None
+
+
+class ProfileDocument(_Model):
+    """A profile as stored and exchanged."""
+
+    schema_: Literal["strata.profile/1"] = Field(alias="schema")
+    name: Annotated[str, Field(pattern=NAME_PATTERN)]
+    description: Text | None = None
+    extends: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
+    variables: dict[Annotated[str, Field(pattern=ID_PATTERN)], Variable] = Field(default_factory=dict,
+                                                                                  max_length=64)
+    sections: dict[Annotated[str, Field(pattern=ID_PATTERN)], Section] = Field(default_factory=dict,
+                                                                                max_length=MAX_SECTIONS)
+    roles: dict[Literal["system", "user", "assistant"], Role] | None = None
+    trim: list[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*:[A-Za-z][A-Za-z0-9_-]*$")]] | None = Field(
+        default=None, max_length=256)
+    last_resort: list[Annotated[str, Field(pattern=ID_PATTERN)]] | None = Field(default=None, max_length=MAX_SECTIONS)
+
+
+def json_schema() -> dict[str, Any]:
+    """The profile document's JSON Schema, as published by ``rpc.discover``."""
+    return ProfileDocument.model_json_schema(by_alias=True)
