@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-
 from typing import Annotated
 
 from pydantic import Field
@@ -291,7 +290,7 @@ def _inspect_result(outcome: Outcome) -> InspectResult:
 
 def register_context(registry: Registry, service: ContextService, profiles: BudgetProfiles) -> None:
     @registry.method("context:assemble", params=AssembleParams, result=AssembleResult,
-                     summary="Assemble the prompt of a profile (default: novel's four layers) within the budget.",
+                     summary="Assemble a profile's prompt (default: novel's four layers) within the budget.",
                      errors=_ASSEMBLE_ERRORS)
     async def assemble(params: AssembleParams, ctx: CallContext) -> AssembleResult:
         outcome = await service.assemble(params.request())

@@ -149,7 +149,9 @@ class ContextService:
         settings = await self._c.settings(request.project_id)
         skill = get_skill(request.skill_id) if request.skill_id is not None else None
         language = settings.language if settings.language in UNAVAILABLE else "en"
-        system_prompt = "" if skill is None else settings.skill_prompts.get(skill.id) or skill.prompt_for(language)
+        system_prompt = ""
+        if skill is not None:
+            system_prompt = settings.skill_prompts.get(skill.id) or skill.prompt_for(language)
         counter, warnings = self._counter(settings, system_prompt, language)
         profile = override or await self._c.profiles(request.project_id)
         if warnings:
@@ -214,7 +216,8 @@ class ContextService:
         budget = make_budget(profile, plan, system_tokens)
         holder = plan.window_section
         if holder is None or text is None or skill is None or request.cursor_position is None:
-            return _Prepared(None, system_tokens, instruction, instruction_tokens, variable_tokens, frozenset())
+            return _Prepared(None, system_tokens, instruction, instruction_tokens, variable_tokens,
+                             frozenset())
         window = cut_window(text, request.cursor_position, skill, window_allowance(budget, holder), counter)
         # Once here, off the event loop, for every provider that ranks by it.
         near = features(window.before + window.after)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-
 from collections.abc import Mapping, Sequence
 
 from services.context.models import Divergence

@@ -143,6 +143,8 @@ class Plan:
 
     def with_budgets(self, ratios: Mapping[str, float], minimums: Mapping[str, int]) -> Plan:
         """The plan with these sections' ratios and minimums (the project's budget table)."""
-        sections = tuple(replace(s, ratio=ratios.get(s.id, s.ratio), minimum=minimums.get(s.id, s.minimum))
-                         for s in self.sections)
+        sections = tuple(
+            replace(s, ratio=ratios.get(s.id, s.ratio), minimum=minimums.get(s.id, s.minimum))
+            for s in self.sections
+        )
         return replace(self, sections=sections)

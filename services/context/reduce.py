@@ -62,14 +62,31 @@ class State:
     window_cut: bool = False
 
     @classmethod
-    def start(cls, request: Request, plan: Plan, budget: Budget, count: Callable[[str], int], memo: Memo,
-              screened: Screened, texts: dict[tuple[str, str], str]) -> State:
+    def start(
+        cls,
+        request: Request,
+        plan: Plan,
+        budget: Budget,
+        count: Callable[[str], int],
+        memo: Memo,
+        screened: Screened,
+        texts: dict[tuple[str, str], str],
+    ) -> State:
         window = request.window
-        state = cls(request=request, plan=plan, budget=budget, count=count, memo=memo,
-                    kept={s.id: [] for s in plan.sections}, texts=texts,
-                    before=window.before if window else "", after=window.after if window else "",
-                    window_section=plan.window_section, reports=list(screened.reports),
-                    warnings=[*request.warnings, *screened.warnings])
+        state = cls(
+            request=request,
+            plan=plan,
+            budget=budget,
+            count=count,
+            memo=memo,
+            kept={s.id: [] for s in plan.sections},
+            texts=texts,
+            before=window.before if window else "",
+            after=window.after if window else "",
+            window_section=plan.window_section,
+            reports=list(screened.reports),
+            warnings=[*request.warnings, *screened.warnings],
+        )
         state.truncated |= {r.layer for r in screened.reports if r.reason == "candidate_limit"}
         return state
 
@@ -86,16 +103,23 @@ class State:
 
     def text(self, section_id: str, items: Sequence[Item] | None = None) -> str:
         section = self.section(section_id)
-        return render_section(section, self.kept[section_id] if items is None else items,
-                              self.part_texts(section), self.request.language)
+        return render_section(
+            section,
+            self.kept[section_id] if items is None else items,
+            self.part_texts(section),
+            self.request.language,
+        )
 
     def has_window(self, section_id: str) -> bool:
         holder = self.window_section
         return holder is not None and holder.id == section_id and bool(self.before or self.after)
 
     def has_content(self, section_id: str) -> bool:
-        return (bool(self.kept[section_id]) or self.has_window(section_id)
-                or any(self.texts.get((section_id, p.id)) for p in self.section(section_id).parts))
+        return (
+            bool(self.kept[section_id])
+            or self.has_window(section_id)
+            or any(self.texts.get((section_id, p.id)) for p in self.section(section_id).parts)
+        )
 
     def without(self, section_id: str, gone: Sequence[Item]) -> list[Item]:
         """The section's kept items minus ``gone``, in render order."""
@@ -131,7 +155,9 @@ def _mentioned(items: Sequence[Item], window: Window | None) -> set[str]:
     return {i.id for i in items if i.names and any(name and name in text for name in i.names)}
 
 
-def order_items(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo) -> dict[str, list[Item]]:
+def order_items(
+    plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo
+) -> dict[str, list[Item]]:
     """Each section's items in render order: by the part's rank (the writer's own first, or those
     named near the cursor first), then by key (highest first), then oldest first."""
     ranks = {(s.id, p.id): p.rank for s in plan.sections for p in s.parts}
@@ -167,8 +193,9 @@ def _guess(sequence: Sequence[Item], excess: int) -> int:
     return len(sequence)
 
 
-def drops_needed(state: State, section_id: str, sequence: Sequence[Item], size: int | None,
-                 target: int, floor: int = 0) -> tuple[int, int]:
+def drops_needed(
+    state: State, section_id: str, sequence: Sequence[Item], size: int | None, target: int, floor: int = 0
+) -> tuple[int, int]:
     """How many items a one-at-a-time loop drops from the front of ``sequence``, and the
     section's count before.
 
@@ -217,8 +244,9 @@ def _sequence(state: State, section_id: str, step: StepPlan) -> list[Item]:
     return sequence
 
 
-def drop_lowest(state: State, section_id: str, step: StepPlan, target: int, floor: int,
-                size: int | None) -> tuple[int, int]:
+def drop_lowest(
+    state: State, section_id: str, step: StepPlan, target: int, floor: int, size: int | None
+) -> tuple[int, int]:
     """Returns how many items went and the section's count before."""
     sequence = _sequence(state, section_id, step)
     stop, before = drops_needed(state, section_id, sequence, size, target, floor)
@@ -244,8 +272,11 @@ def _cut_window(state: State, section_id: str, target: int) -> None:
 
 def _text_keys(state: State, section_id: str, step: StepPlan | None) -> list[tuple[str, str]]:
     parts = state.section(section_id).parts
-    return [(section_id, p.id) for p in parts
-            if p.kind == "text" and (step is None or step.parts is None or p.id in step.parts)]
+    return [
+        (section_id, p.id)
+        for p in parts
+        if p.kind == "text" and (step is None or step.parts is None or p.id in step.parts)
+    ]
 
 
 def cut_far_end(state: State, section_id: str, step: StepPlan | None, target: int) -> bool:
@@ -344,8 +375,11 @@ def lower_tier(state: State, section_id: str, step: StepPlan, target: int) -> bo
 
 def drop_section(state: State, section_id: str, step: StepPlan) -> bool:
     had = state.has_content(section_id)
-    state.drop(section_id, list(state.kept[section_id]), step.reason if step.reason != "budget"
-               else "section_dropped")
+    state.drop(
+        section_id,
+        list(state.kept[section_id]),
+        step.reason if step.reason != "budget" else "section_dropped",
+    )
     for key in _text_keys(state, section_id, None):
         state.texts[key] = ""
     if state.has_window(section_id):
@@ -381,12 +415,21 @@ def apply(state: State, section_id: str, step: StepPlan, target: int, floor: int
 
 
 def _overbudget(state: State, section: SectionPlan, size: int, allowance: int) -> None:
-    template = section.overbudget_warning or "CONTEXT_SECTION_OVERBUDGET: {section} uses {tokens} tokens, " \
-                                              "its cap is {cap}"
-    state.warnings.append(template.replace("{section}", section.id).replace("{tokens}", str(size))
-                          .replace("{cap}", str(allowance)))
-    _log.warning(f"context.{section.id}_overbudget", project_id=state.request.project_id, tokens=size,
-                 allowance=allowance)
+    template = (
+        section.overbudget_warning
+        or "CONTEXT_SECTION_OVERBUDGET: {section} uses {tokens} tokens, its cap is {cap}"
+    )
+    state.warnings.append(
+        template.replace("{section}", section.id)
+        .replace("{tokens}", str(size))
+        .replace("{cap}", str(allowance))
+    )
+    _log.warning(
+        f"context.{section.id}_overbudget",
+        project_id=state.request.project_id,
+        tokens=size,
+        allowance=allowance,
+    )
 
 
 def _run_cap(state: State, step: StepPlan) -> None:
@@ -480,8 +523,9 @@ def _last_resort(state: State, texts: dict[str, str], excess: int) -> None:
         if not size or not (state.kept[section_id] or state.has_window(section_id)):
             continue
         if section.truncated_warning or section.never:
-            state.warnings.append(section.truncated_warning
-                                  or f"CONTEXT_SECTION_TRUNCATED: {section_id} cut to fit the budget")
+            state.warnings.append(
+                section.truncated_warning or f"CONTEXT_SECTION_TRUNCATED: {section_id} cut to fit the budget"
+            )
         target = max(size - excess, 0)
         if state.has_window(section_id):
             _cut_window(state, section_id, target)

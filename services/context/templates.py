@@ -38,8 +38,9 @@ def literal_body(part: PartPlan, values: Mapping[str, str], facts: frozenset[str
     return list_body(part, lines)
 
 
-def resolve_texts(plan: Plan, language: str, variables: Mapping[str, str], facts: frozenset[str],
-                  instruction: str | None) -> dict[tuple[str, str], str]:
+def resolve_texts(
+    plan: Plan, language: str, variables: Mapping[str, str], facts: frozenset[str], instruction: str | None
+) -> dict[tuple[str, str], str]:
     """(section id, part id) -> body, for every text part of ``plan``."""
     values = {**plan.variables, **variables}
     texts: dict[tuple[str, str], str] = {}

@@ -24,8 +24,9 @@ class PlanSource(Protocol):
 def built_in_documents() -> dict[str, dict[str, Any]]:
     """Every built-in profile document, by name."""
     found: dict[str, dict[str, Any]] = {}
-    for entry in sorted(resources.files("services.profiles").joinpath("builtin").iterdir(),
-                        key=lambda e: e.name):
+    for entry in sorted(
+        resources.files("services.profiles").joinpath("builtin").iterdir(), key=lambda e: e.name
+    ):
         if entry.name.endswith(".json"):
             document = json.loads(entry.read_text(encoding="utf-8"))
             found[document["name"]] = document
@@ -39,7 +40,8 @@ class BuiltInPlans:
         self.documents: Mapping[str, dict[str, Any]] = built_in_documents()
         self.catalog = catalog
         self.resolved: dict[str, Resolved] = {
-            name: resolve(document, self.documents.get, catalog) for name, document in self.documents.items()}
+            name: resolve(document, self.documents.get, catalog) for name, document in self.documents.items()
+        }
 
     async def plan(self, project_id: str, name: str) -> Plan:
         found = self.resolved.get(name)

@@ -50,8 +50,13 @@ def parse(raw: Mapping[str, Any], at: str = "") -> ProfileDocument:
     try:
         return ProfileDocument.model_validate(raw)
     except ValidationError as exc:
-        problems = [{"path": at + _pointer(*(p for p in error["loc"] if not str(p).startswith("function-"))),
-                     "message": error["msg"]} for error in exc.errors(include_url=False)]
+        problems = [
+            {
+                "path": at + _pointer(*(p for p in error["loc"] if not str(p).startswith("function-"))),
+                "message": error["msg"],
+            }
+            for error in exc.errors(include_url=False)
+        ]
         raise Invalid(problems) from None
 
 
@@ -62,8 +67,14 @@ def _chain(document: ProfileDocument, lookup: Lookup) -> list[ProfileDocument]:
     while chain[-1].extends is not None:
         parent_name = chain[-1].extends
         if parent_name in names:
-            raise Invalid([{"path": "/extends", "message": "extends makes a cycle: "
-                            + " -> ".join([*names, parent_name])}])
+            raise Invalid(
+                [
+                    {
+                        "path": "/extends",
+                        "message": "extends makes a cycle: " + " -> ".join([*names, parent_name]),
+                    }
+                ]
+            )
         if len(chain) > MAX_DEPTH:
             raise Invalid([{"path": "/extends", "message": f"extends is deeper than {MAX_DEPTH} profiles"}])
         raw = lookup(parent_name)
@@ -72,8 +83,9 @@ def _chain(document: ProfileDocument, lookup: Lookup) -> list[ProfileDocument]:
         try:
             chain.append(parse(raw))
         except Invalid:
-            raise Invalid([{"path": "/extends", "message": f"the parent profile {parent_name!r} is invalid"}]
-                          ) from None
+            raise Invalid(
+                [{"path": "/extends", "message": f"the parent profile {parent_name!r} is invalid"}]
+            ) from None
         names.append(parent_name)
     return list(reversed(chain))
 
@@ -82,8 +94,12 @@ def flatten(document: ProfileDocument, lookup: Lookup) -> tuple[dict[str, Any], 
     """The document with ``extends`` applied (inherited sections, overrides and exclusions), and
     the names of the profiles it was made from, its own first."""
     problems: list[Problem] = []
-    merged: dict[str, Any] = {"schema": document.schema_, "name": document.name, "variables": {},
-                              "sections": {}}
+    merged: dict[str, Any] = {
+        "schema": document.schema_,
+        "name": document.name,
+        "variables": {},
+        "sections": {},
+    }
     if document.description is not None:
         merged["description"] = document.description
     chain = _chain(document, lookup)
@@ -101,7 +117,9 @@ def flatten(document: ProfileDocument, lookup: Lookup) -> tuple[dict[str, Any], 
                 if inherited is None and own:
                     problems.append({"path": at + "/exclude", "message": "no inherited section to exclude"})
                 elif inherited is not None and inherited.get("required") and own:
-                    problems.append({"path": at + "/exclude", "message": "a required section cannot be excluded"})
+                    problems.append(
+                        {"path": at + "/exclude", "message": "a required section cannot be excluded"}
+                    )
                 else:
                     merged["sections"].pop(section_id, None)
                 continue
@@ -109,11 +127,18 @@ def flatten(document: ProfileDocument, lookup: Lookup) -> tuple[dict[str, Any], 
             if inherited is not None:
                 if not section.get("override"):
                     if own:
-                        problems.append({"path": at, "message": "the parent has this section: set override to "
-                                         "replace it, or use another id"})
+                        problems.append(
+                            {
+                                "path": at,
+                                "message": "the parent has this section: set override to "
+                                "replace it, or use another id",
+                            }
+                        )
                     continue
                 if "parts" in body or "source" in body or "content" in body:
-                    inherited = {k: v for k, v in inherited.items() if k not in ("parts", "source", "content")}
+                    inherited = {
+                        k: v for k, v in inherited.items() if k not in ("parts", "source", "content")
+                    }
                 body = {**inherited, **body}
             elif section.get("override") and own:
                 problems.append({"path": at + "/override", "message": "no inherited section to override"})
@@ -148,7 +173,7 @@ class _Builder:
             elif raw != "always" and raw not in self.variables:
                 self.problem(at, f"unknown condition {raw!r}: not a declared variable or a fact of a source")
             return raw
-        (op, arg), = raw.items()
+        ((op, arg),) = raw.items()
         if op == "not":
             return ("not", self.condition(arg, at + "/not"))
         return (op, tuple(self.condition(c, f"{at}/{op}/{n}") for n, c in enumerate(arg)))
@@ -179,47 +204,72 @@ class _Builder:
             self.problem(at + "/content", "content lines belong to a literal source")
         fmt = raw.get("format") or {}
         for key in ("header", "begin", "end", "cursor"):
-            for text in ([fmt[key]] if isinstance(fmt.get(key), str) else (fmt.get(key) or {}).values()):
+            for text in [fmt[key]] if isinstance(fmt.get(key), str) else (fmt.get(key) or {}).values():
                 if PLACEHOLDER.search(text):
                     self.problem(f"{at}/format/{key}", "formats take no placeholders")
         return PartPlan(
-            id=raw.get("id", default_id), source=source, kind=info.kind, header=_local(fmt.get("header")),
-            begin=_local(fmt.get("begin")), end=_local(fmt.get("end")), cursor=_local(fmt.get("cursor")),
-            list_style=fmt.get("list", "plain"), separator=fmt.get("separator", "\n\n"),
+            id=raw.get("id", default_id),
+            source=source,
+            kind=info.kind,
+            header=_local(fmt.get("header")),
+            begin=_local(fmt.get("begin")),
+            end=_local(fmt.get("end")),
+            cursor=_local(fmt.get("cursor")),
+            list_style=fmt.get("list", "plain"),
+            separator=fmt.get("separator", "\n\n"),
             content=self.lines(raw.get("content"), at + "/content"),
             condition=self.condition(raw.get("condition"), at + "/condition"),
-            rank=raw.get("rank", "key"), dedupe=raw.get("dedupe", "text"), bounded=info.bounded,
-            audit=bool(raw.get("audit")))
+            rank=raw.get("rank", "key"),
+            dedupe=raw.get("dedupe", "text"),
+            bounded=info.bounded,
+            audit=bool(raw.get("audit")),
+        )
 
-    def steps(self, section_id: str, raw: list[Mapping[str, Any]], parts: tuple[PartPlan, ...],
-              at: str) -> tuple[StepPlan, ...]:
+    def steps(
+        self, section_id: str, raw: list[Mapping[str, Any]], parts: tuple[PartPlan, ...], at: str
+    ) -> tuple[StepPlan, ...]:
         out: list[StepPlan] = []
         ids = {p.id for p in parts}
         for n, step in enumerate(raw):
             step_id = step.get("id", step["step"])
             if any(s.id == step_id for s in out):
-                self.problem(f"{at}/{n}/id", f"two steps of this section are called {step_id!r}: give each an id")
+                self.problem(
+                    f"{at}/{n}/id", f"two steps of this section are called {step_id!r}: give each an id"
+                )
             for k, part in enumerate(step.get("parts") or []):
                 if part not in ids:
                     self.problem(f"{at}/{n}/parts/{k}", f"no part {part!r} in this section")
             if step["step"] == "summary_cue" and not step.get("cue") and not step.get("chars"):
                 self.problem(f"{at}/{n}", "summary_cue needs a cue or chars")
-            out.append(StepPlan(
-                section=section_id, id=step_id, step=step["step"], target=step.get("target", "fit"),
-                floor=step.get("floor", "minimum"),
-                parts=tuple(step["parts"]) if step.get("parts") is not None else None,
-                origin=step.get("origin"), order=step.get("order", "key"), chars=step.get("chars"),
-                cue=_local(step.get("cue")), reason=step.get("reason", "budget"), warn=step.get("warn")))
+            out.append(
+                StepPlan(
+                    section=section_id,
+                    id=step_id,
+                    step=step["step"],
+                    target=step.get("target", "fit"),
+                    floor=step.get("floor", "minimum"),
+                    parts=tuple(step["parts"]) if step.get("parts") is not None else None,
+                    origin=step.get("origin"),
+                    order=step.get("order", "key"),
+                    chars=step.get("chars"),
+                    cue=_local(step.get("cue")),
+                    reason=step.get("reason", "budget"),
+                    warn=step.get("warn"),
+                )
+            )
         return tuple(out)
 
     def section(self, section_id: str, raw: Mapping[str, Any], role: str) -> SectionPlan:
         at = _pointer("sections", section_id)
         if raw.get("parts") and (raw.get("source") or raw.get("content") is not None):
             self.problem(at, "a section has either parts or a source and content, not both")
-        raw_parts = raw.get("parts") or [{"id": section_id, **{k: raw[k] for k in ("source", "content", "format")
-                                                                 if k in raw}}]
-        built = [self.part(p, f"{at}/parts/{n}" if raw.get("parts") else at, section_id)
-                 for n, p in enumerate(raw_parts)]
+        raw_parts = raw.get("parts") or [
+            {"id": section_id, **{k: raw[k] for k in ("source", "content", "format") if k in raw}}
+        ]
+        built = [
+            self.part(p, f"{at}/parts/{n}" if raw.get("parts") else at, section_id)
+            for n, p in enumerate(raw_parts)
+        ]
         parts = tuple(p for p in built if p is not None)
         if len({p.id for p in parts}) != len(parts):
             self.problem(at + "/parts", "part ids must differ")
@@ -231,11 +281,20 @@ class _Builder:
             self.problem(at + "/reduce", "a section marked never takes no reduction steps")
         warnings = raw.get("warnings") or {}
         return SectionPlan(
-            id=section_id, parts=parts, role=role, stable=bool(raw.get("stable")),  # type: ignore[arg-type]
+            id=section_id,
+            parts=parts,
+            role=role,  # type: ignore[arg-type]  # the schema allows only the three roles
+            stable=bool(raw.get("stable")),
             condition=self.condition(raw.get("condition"), at + "/condition"),
-            ratio=float(budget.get("ratio", 0.0)), minimum=int(budget.get("minimum", 0)), max=budget.get("max"),
-            steps=steps, never=bool(raw.get("never")), candidates=raw.get("candidates"),
-            overbudget_warning=warnings.get("overbudget"), truncated_warning=warnings.get("truncated"))
+            ratio=float(budget.get("ratio", 0.0)),
+            minimum=int(budget.get("minimum", 0)),
+            max=budget.get("max"),
+            steps=steps,
+            never=bool(raw.get("never")),
+            candidates=raw.get("candidates"),
+            overbudget_warning=warnings.get("overbudget"),
+            truncated_warning=warnings.get("truncated"),
+        )
 
     def roles(self) -> dict[str, str]:
         sections = self.flat["sections"]
@@ -246,7 +305,9 @@ class _Builder:
                 if sid not in sections:
                     continue  # excluded by a child, or named ahead of a child's own section
                 if sid in listed:
-                    self.problem(_pointer("roles", role, "sections", n), f"{sid!r} is already in role {listed[sid]}")
+                    self.problem(
+                        _pointer("roles", role, "sections", n), f"{sid!r} is already in role {listed[sid]}"
+                    )
                 listed[sid] = role
         return {**roles, **listed}
 
@@ -266,9 +327,15 @@ class _Builder:
         sections = tuple(self.section(sid, raw, roles[sid]) for sid, raw in ordered)
         self.check_sections(sections)
         trim = self.trim(sections)
-        return Plan(name=flat["name"], sections=sections, trim=trim, last_resort=self.last_resort(sections, trim),
-                    variables={k: v.get("default") or "" for k, v in self.variables.items()},
-                    facts={f: s for f, s in self.facts.items() if f in self.used_facts}, lineage=self.lineage)
+        return Plan(
+            name=flat["name"],
+            sections=sections,
+            trim=trim,
+            last_resort=self.last_resort(sections, trim),
+            variables={k: v.get("default") or "" for k, v in self.variables.items()},
+            facts={f: s for f, s in self.facts.items() if f in self.used_facts},
+            lineage=self.lineage,
+        )
 
     def check_sections(self, sections: tuple[SectionPlan, ...]) -> None:
         ratios = sum(s.ratio for s in sections)
@@ -278,15 +345,20 @@ class _Builder:
         sources: dict[str, str] = {}
         for s in sections:
             if s.stable and seen_volatile is not None:
-                self.problem(_pointer("sections", s.id, "stable"),
-                             f"stable sections come first; {seen_volatile!r} comes before and is not stable")
+                self.problem(
+                    _pointer("sections", s.id, "stable"),
+                    f"stable sections come first; {seen_volatile!r} comes before and is not stable",
+                )
             if not s.stable and seen_volatile is None:
                 seen_volatile = s.id
             for p in s.parts:
                 if p.kind != "text" or p.source != LITERAL:
                     if p.source in sources:
-                        self.problem(_pointer("sections", s.id), f"source {p.source!r} already fills "
-                                     f"{sources[p.source]!r}: a source fills one part")
+                        self.problem(
+                            _pointer("sections", s.id),
+                            f"source {p.source!r} already fills "
+                            f"{sources[p.source]!r}: a source fills one part",
+                        )
                     sources[p.source] = s.id
 
     def trim(self, sections: tuple[SectionPlan, ...]) -> tuple[StepPlan, ...]:

@@ -26,8 +26,9 @@ LocalText = Text | dict[Annotated[str, Field(max_length=16)], Text]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid",
-                              frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, allow_inf_nan=False
+    )
 
 
 class Not(_Model):
@@ -63,7 +64,9 @@ class Format(_Model):
     end: LocalText | None = None
     cursor: LocalText | None = Field(default=None, description="document.window: marks the cursor")
     list: Literal["plain", "numbered", "bulleted"] = "plain"
-    separator: Text | None = Field(default=None, description="between items of a plain list; default a blank line")
+    separator: Text | None = Field(
+        default=None, description="between items of a plain list; default a blank line"
+    )
 
 
 class Budget(_Model):
@@ -79,22 +82,35 @@ class Step(_Model):
     """One rung of a section's reduction ladder; ``trim`` names it as ``section:id``."""
 
     step: StepName
-    id: Annotated[str, Field(pattern=ID_PATTERN)] | None = Field(default=None, description="default: the step")
+    id: Annotated[str, Field(pattern=ID_PATTERN)] | None = Field(
+        default=None, description="default: the step"
+    )
     target: Literal["fit", "cap"] = Field(
-        default="fit", description="fit: run while the prompt is over the total; cap: while the section is "
-        "over its cap (budget.max, else the larger of its share and its minimum)")
+        default="fit",
+        description="fit: run while the prompt is over the total; cap: while the section is "
+        "over its cap (budget.max, else the larger of its share and its minimum)",
+    )
     floor: Literal["minimum", "none"] = Field(
-        default="minimum", description="whether this step may take the section under its minimum")
+        default="minimum", description="whether this step may take the section under its minimum"
+    )
     parts: list[Annotated[str, Field(pattern=ID_PATTERN)]] | None = Field(
-        default=None, max_length=16, description="the parts it reduces, in this order (default all)")
+        default=None, max_length=16, description="the parts it reduces, in this order (default all)"
+    )
     origin: Literal["user", "kg", "project"] | None = Field(
-        default=None, description="drop_lowest: only items of this origin")
+        default=None, description="drop_lowest: only items of this origin"
+    )
     order: Literal["key", "reverse"] = Field(
-        default="key", description="drop_lowest: lowest key first, or reverse render order")
-    chars: int | None = Field(default=None, ge=1, le=1_000_000, description="trim_chars, summary_cue: the length")
-    cue: LocalText | None = Field(default=None, description="summary_cue: the text that stands for the section")
+        default="key", description="drop_lowest: lowest key first, or reverse render order"
+    )
+    chars: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="trim_chars, summary_cue: the length"
+    )
+    cue: LocalText | None = Field(
+        default=None, description="summary_cue: the text that stands for the section"
+    )
     reason: Annotated[str, Field(pattern=r"^[a-z_]{1,32}$")] | None = Field(
-        default=None, description="the reason given to dropped items (default: budget)")
+        default=None, description="the reason given to dropped items (default: budget)"
+    )
     warn: Literal["below_minimum", "overbudget"] | None = None
 
 
@@ -107,10 +123,13 @@ class Part(_Model):
     format: Format = Format()
     condition: Condition | None = None
     rank: Literal["key", "user_first", "mentioned_first"] = Field(
-        default="key", description="render order of items: by key; writer's items first; named near the cursor first")
+        default="key",
+        description="render order of items: by key; writer's items first; named near the cursor first",
+    )
     audit: bool = Field(default=False, description="log the ids of items cut from this part")
     dedupe: Literal["id", "text", "window"] = Field(
-        default="text", description="screening: by id only; also by text; also against the window text")
+        default="text", description="screening: by id only; also by text; also against the window text"
+    )
 
 
 class Warnings(_Model):
@@ -133,7 +152,9 @@ class Section(_Model):
     never: bool = Field(default=False, description="never reduced, except as the last resort")
     stable: bool | None = Field(default=None, description="part of the cacheable prefix")
     role: Literal["system", "user", "assistant"] | None = None
-    candidates: int | None = Field(default=None, ge=1, le=10_000, description="at most this many items screened in")
+    candidates: int | None = Field(
+        default=None, ge=1, le=10_000, description="at most this many items screened in"
+    )
     warnings: Warnings | None = None
     override: bool = Field(default=False, description="replace the parent's section of this id")
     exclude: bool = Field(default=False, description="remove the parent's section of this id")
@@ -155,14 +176,19 @@ class ProfileDocument(_Model):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     description: Text | None = None
     extends: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
-    variables: dict[Annotated[str, Field(pattern=ID_PATTERN)], Variable] = Field(default_factory=dict,
-                                                                                  max_length=64)
-    sections: dict[Annotated[str, Field(pattern=ID_PATTERN)], Section] = Field(default_factory=dict,
-                                                                                max_length=MAX_SECTIONS)
+    variables: dict[Annotated[str, Field(pattern=ID_PATTERN)], Variable] = Field(
+        default_factory=dict, max_length=64
+    )
+    sections: dict[Annotated[str, Field(pattern=ID_PATTERN)], Section] = Field(
+        default_factory=dict, max_length=MAX_SECTIONS
+    )
     roles: dict[Literal["system", "user", "assistant"], Role] | None = None
-    trim: list[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*:[A-Za-z][A-Za-z0-9_-]*$")]] | None = Field(
-        default=None, max_length=256)
-    last_resort: list[Annotated[str, Field(pattern=ID_PATTERN)]] | None = Field(default=None, max_length=MAX_SECTIONS)
+    trim: list[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*:[A-Za-z][A-Za-z0-9_-]*$")]] | None = (
+        Field(default=None, max_length=256)
+    )
+    last_resort: list[Annotated[str, Field(pattern=ID_PATTERN)]] | None = Field(
+        default=None, max_length=MAX_SECTIONS
+    )
 
 
 def json_schema() -> dict[str, Any]:

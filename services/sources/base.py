@@ -12,7 +12,6 @@ from services.context.models import Item, Window
 from services.context.skills import Skill
 from services.sources.relevance import features
 
-
 # Where each source's items go when no plan says otherwise: the novel profile's sections and parts.
 NOVEL_PLACEMENT: Mapping[str, tuple[str, str]] = MappingProxyType({
     "constraints": ("rules", "constraints"),

@@ -160,7 +160,8 @@ class EpisodicMemoryProvider:
         records = await self.fetch(ctx.project_id)
         return await asyncio.to_thread(self._items, records, ctx, where)
 
-    def _items(self, records: Sequence[EpisodeLike], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
+    def _items(self, records: Sequence[EpisodeLike], ctx: GatherContext,
+               where: tuple[str, str]) -> list[Item]:
         episodes = sorted(records, key=lambda e: e.created_at, reverse=True)
         # A space never joins a bigram, so this is features() of the two texts joined.
         near = ctx.near_cursor | features(ctx.additional_input)
