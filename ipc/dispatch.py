@@ -1,9 +1,12 @@
 """Run one validated call against the registry and produce its reply text.
 
 Parameter binding and validation use the method's pydantic model; every
-failure becomes a wire error. An unexpected exception is logged with a fresh
-error id (exception type and code locations only, never its message, which
-may hold the writer's text) and answered as ``INTERNAL`` with that id.
+failure becomes a wire error. An error of the hierarchy (``StrataError``,
+raised by a service or by the protocol) goes out as it is: its class carries
+its number, ``data.code``, message and fields. Anything else, and the bare
+base which names no condition, is logged with a fresh error id (exception
+type and code locations only, never its message, which may hold the
+writer's text) and answered as ``INTERNAL`` with that id.
 """
 
 from __future__ import annotations
@@ -18,10 +21,9 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from ipc.context import CallContext
-from ipc.errors import InternalError, InvalidParams, MethodNotFound, RpcError, from_domain
+from ipc.errors import InternalError, InvalidParams, MethodNotFound, StrataError
 from ipc.protocol import Call, error_reply, success_reply
 from ipc.registry import Method, Registry
-from services.errors import StrataError
 
 _MAX_LOC_PART = 64
 _MAX_REPORTED_ERRORS = 20
@@ -78,12 +80,12 @@ class Dispatcher:
         try:
             reply = await self._run(call, ctx)
         except StrataError as err:
-            wire = from_domain(err.code, err.text, err.fields)
-            reply = error_reply(call.id, self._internal(call, err) if wire is None else wire)
-        except RpcError as err:
-            reply = error_reply(call.id, err)
-            if self._trace:
-                self._log.debug("rpc.error", method=self._name(call), code=err.data_code)
+            if err.data_code == InternalError.data_code:  # the bare base: no condition to tell
+                reply = error_reply(call.id, self._internal(call, err))
+            else:
+                reply = error_reply(call.id, err)
+                if self._trace:
+                    self._log.debug("rpc.error", method=self._name(call), code=err.data_code)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -1,16 +1,52 @@
-"""Domain errors: what went wrong, as a stable string code plus safe fields.
+"""Strata's errors: one class per condition a client can be told about.
 
-Services raise these; ``ipc.errors`` maps each code to its JSON-RPC number.
-Messages and fields must never hold the writer's text or file paths.
+Each class knows its JSON-RPC ``code`` (a number), its stable string
+``data_code`` (``error.data.code`` on the wire) and a default ``message``;
+the keyword fields given when it is raised become the other ``data`` fields.
+Services raise these and the dispatcher sends them as they are, so there is
+one hierarchy and no mapping table. Conditions that only the protocol knows
+(parse errors, cancellation, connection limits) are subclasses of the same
+base in ``ipc.errors``.
+
+Messages are written for people and never carry exception text, stack
+traces, file paths or the writer's text; fields must be equally safe.
+
+Application codes live in -32000..-32099 and are allocated in blocks so that
+later channels can add codes without renumbering (see docs/protocol.md):
+
+* -32000..-32009  transport and framework (``ipc.errors``)
+* -32010..-32019  projects and documents
+* -32020..-32039  context engine
+* -32040..-32049  retrieval
+* -32050..-32059  profiles
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
+# The JSON-RPC 2.0 codes and LSP's RequestCancelled; everything else sits in a block.
+STANDARD_CODES: frozenset[int] = frozenset({-32700, -32600, -32601, -32602, -32603, -32800})
+
+# (first, last, what) of each allocated block of application codes.
+CODE_BLOCKS: tuple[tuple[int, int, str], ...] = (
+    (-32000, -32009, "transport and framework"),
+    (-32010, -32019, "projects and documents"),
+    (-32020, -32039, "context engine"),
+    (-32040, -32049, "retrieval"),
+    (-32050, -32059, "profiles"),
+)
+
 
 class StrataError(Exception):
-    code: ClassVar[str] = "INTERNAL"
+    """Base of every error allowed to reach a client.
+
+    The base itself names no condition: raised as is, it is answered as
+    ``INTERNAL`` with an error id, like any unexpected exception.
+    """
+
+    code: ClassVar[int] = -32603
+    data_code: ClassVar[str] = "INTERNAL"
     message: ClassVar[str] = "Internal error"
 
     def __init__(self, message: str | None = None, **fields: Any) -> None:
@@ -18,94 +54,160 @@ class StrataError(Exception):
         self.fields = fields
         super().__init__(self.text)
 
+    def to_error(self) -> dict[str, Any]:
+        """The ``error`` member of a JSON-RPC response."""
+        return {
+            "code": self.code,
+            "message": self.text,
+            "data": {"code": self.data_code, **self.fields},
+        }
 
-class InvalidInput(StrataError):
-    """Input that passed the schema but not the domain's rules (JSON-RPC -32602)."""
 
-    code = "INVALID_PARAMS"
+# --- JSON-RPC 2.0 standard errors that services raise ------------------------
+
+
+class InvalidParams(StrataError):
+    """Params that do not fit the method, or break a rule the schema cannot express.
+
+    data: ``errors`` (``[{loc, type, msg}]``, never the value sent), or
+    ``expected`` and ``got`` for too many positional params, or the fields of
+    the rule that was broken.
+    """
+
+    code = -32602
+    data_code = "INVALID_PARAMS"
     message = "Invalid params"
 
 
+InvalidInput = InvalidParams  # the name services use for input that breaks a domain rule
+
+
+# --- Projects and documents (-32010..-32019) ---------------------------------
+
+
 class ProjectNotFound(StrataError):
-    code = "PROJECT_NOT_FOUND"
+    code = -32010
+    data_code = "PROJECT_NOT_FOUND"
     message = "No project with this id"
 
 
 class DocumentNotFound(StrataError):
-    code = "DOCUMENT_NOT_FOUND"
+    code = -32011
+    data_code = "DOCUMENT_NOT_FOUND"
     message = "No document with this id in the project"
 
 
 class ProjectScopeViolation(StrataError):
-    code = "PROJECT_SCOPE_VIOLATION"
+    code = -32012
+    data_code = "PROJECT_SCOPE_VIOLATION"
     message = "The document id leaves the project folder"
 
 
 class ProjectPathInvalid(StrataError):
-    code = "PROJECT_PATH_INVALID"
+    code = -32013
+    data_code = "PROJECT_PATH_INVALID"
     message = "The project path is not a readable folder"
 
 
 class RecordNotFound(StrataError):
-    code = "RECORD_NOT_FOUND"
+    code = -32014
+    data_code = "RECORD_NOT_FOUND"
     message = "No record with this id in the project"
 
 
 class RecordVersionConflict(StrataError):
-    code = "RECORD_VERSION_CONFLICT"
+    """data: ``currentVersion``."""
+
+    code = -32015
+    data_code = "RECORD_VERSION_CONFLICT"
     message = "The record was changed since this version was read"
 
 
 class ConstraintsLimit(StrataError):
-    code = "CONSTRAINTS_LIMIT"
+    """data: ``limit``."""
+
+    code = -32016
+    data_code = "CONSTRAINTS_LIMIT"
     message = "The project has the maximum number of constraints"
 
 
-class SkillNotFound(StrataError):
-    code = "SKILL_NOT_FOUND"
-    message = "No skill with this id"
+# --- Context engine (-32020..-32039) -----------------------------------------
+
+
+class Backpressure(StrataError):
+    """data: ``retryAfterMs``, ``limit``, ``queue``."""
+
+    code = -32020
+    data_code = "CONTEXT_BACKPRESSURE"
+    message = "Too many assemblies for this document; retry shortly"
 
 
 class BudgetConflict(StrataError):
-    code = "CONTEXT_BUDGET_CONFLICT"
+    """data: ``currentVersion``."""
+
+    code = -32021
+    data_code = "CONTEXT_BUDGET_CONFLICT"
     message = "The budget profile was changed since this version was read"
 
 
 class InputTooLarge(StrataError):
-    code = "CONTEXT_INPUT_TOO_LARGE"
+    """data: ``limit`` and ``tokens``, or ``total``."""
+
+    code = -32022
+    data_code = "CONTEXT_INPUT_TOO_LARGE"
     message = "The context input is too large; narrow the retrieval scope or shorten the instruction"
 
 
 class ScopeViolation(StrataError):
-    code = "CONTEXT_SCOPE_VIOLATION"
+    """data: ``layer``, ``itemId``."""
+
+    code = -32023
+    data_code = "CONTEXT_SCOPE_VIOLATION"
     message = "Context from another project was refused"
 
 
 class InspectForbidden(StrataError):
-    code = "CONTEXT_INSPECT_FORBIDDEN"
+    code = -32024
+    data_code = "CONTEXT_INSPECT_FORBIDDEN"
     message = "context:inspect needs debug mode and the inspector token"
 
 
-class Backpressure(StrataError):
-    code = "CONTEXT_BACKPRESSURE"
-    message = "Too many assemblies for this document; retry shortly"
+class SkillNotFound(StrataError):
+    """data: ``known``."""
+
+    code = -32025
+    data_code = "SKILL_NOT_FOUND"
+    message = "No skill with this id"
+
+
+# --- Profiles (-32050..-32059) -----------------------------------------------
 
 
 class ProfileNotFound(StrataError):
-    code = "PROFILE_NOT_FOUND"
+    """data: ``name``."""
+
+    code = -32050
+    data_code = "PROFILE_NOT_FOUND"
     message = "No profile with this name"
 
 
 class ProfileInvalid(StrataError):
-    code = "PROFILE_INVALID"
+    """data: ``problems``, ``[{"path": JSON pointer into the profile, "message": ...}]``."""
+
+    code = -32051
+    data_code = "PROFILE_INVALID"
     message = "The profile is not valid"
 
 
 class ProfileConflict(StrataError):
-    code = "PROFILE_CONFLICT"
+    """data: ``currentVersion``."""
+
+    code = -32052
+    data_code = "PROFILE_CONFLICT"
     message = "The profile was changed since this version was read"
 
 
 class ProfileReadOnly(StrataError):
-    code = "PROFILE_READ_ONLY"
+    code = -32053
+    data_code = "PROFILE_READ_ONLY"
     message = "Built-in profiles cannot be changed; save a copy under another name"

@@ -9,8 +9,8 @@ from structlog.testing import capture_logs
 
 from ipc.context import CallContext, Peer
 from ipc.dispatch import Dispatcher, bind_params
-from ipc.errors import InvalidParams
-from ipc.models import NoParams, WireModel
+from ipc.errors import InvalidParams, ProfileInvalid, StrataError, all_error_classes
+from ipc.models import Ack, NoParams, WireModel
 from ipc.protocol import NO_ID, Call
 from ipc.registry import Registry
 from ipc.server import TransportLimits
@@ -67,6 +67,9 @@ async def test_internal_error_is_logged_with_its_id_and_no_text(dispatcher: Disp
     assert event["method"] == "test:fail"
     assert any(":fail:" in where for where in event["where"])
     assert "林远" not in json.dumps(event, ensure_ascii=False)
+    error = json.loads(reply)["error"]
+    assert error == {"code": -32603, "message": "Internal error",
+                     "data": {"code": "INTERNAL", "errorId": error_id}}
 
 
 async def test_unserializable_result_is_internal() -> None:
@@ -84,3 +87,58 @@ async def test_unserializable_result_is_internal() -> None:
 
 class Reading(WireModel):
     value: float
+
+
+def raising(error: BaseException) -> Registry:
+    """A registry whose one method, ``raise``, raises ``error``."""
+    registry = Registry()
+
+    @registry.method("raise", params=NoParams, result=Ack, summary="s")
+    async def raise_(params: NoParams, ctx: CallContext) -> Ack:
+        raise error
+
+    return registry
+
+
+CONDITIONS = [c for c in all_error_classes()
+              if not c.__module__.startswith("tests.") and c.data_code != "INTERNAL"]
+
+
+@pytest.mark.parametrize("cls", CONDITIONS, ids=lambda c: c.data_code)
+async def test_every_condition_goes_to_the_wire_as_it_is(cls: type[StrataError]) -> None:
+    """Any error of the hierarchy, domain or protocol, is answered with its own to_error; none is internal."""
+    with capture_logs() as logs:
+        reply = await Dispatcher(raising(cls(n=1))).dispatch(Call("raise", None, 5), CTX)
+    assert reply is not None
+    assert json.loads(reply)["error"] == {"code": cls.code, "message": cls.message,
+                                          "data": {"code": cls.data_code, "n": 1}}
+    assert not [e for e in logs if e["event"] == "rpc.internal_error"]
+
+
+async def test_a_service_error_keeps_its_message_and_data() -> None:
+    """A service's ProfileInvalid reaches the client as -32051 with data.problems as raised."""
+    problems = [{"path": "/sections/2/budget", "message": "ratio must be at most 1"}]
+    reply = await Dispatcher(raising(ProfileInvalid(problems=problems))).dispatch(Call("raise", None, 6), CTX)
+    assert reply is not None
+    assert json.loads(reply)["error"] == {
+        "code": -32051,
+        "message": "The profile is not valid",
+        "data": {"code": "PROFILE_INVALID", "problems": problems},
+    }
+
+
+async def test_the_bare_base_is_internal() -> None:
+    """StrataError itself names no condition: INTERNAL with an errorId, its text neither sent nor logged."""
+    with capture_logs() as logs:
+        reply = await Dispatcher(raising(StrataError("林远 hid the key", path="/home/writer"))).dispatch(
+            Call("raise", None, 7), CTX)
+    assert reply is not None
+    assert "林远" not in reply
+    assert "/home/writer" not in reply
+    error = json.loads(reply)["error"]
+    assert error == {"code": -32603, "message": "Internal error",
+                     "data": {"code": "INTERNAL", "errorId": error["data"]["errorId"]}}
+    (event,) = [e for e in logs if e["event"] == "rpc.internal_error"]
+    assert event["error_id"] == error["data"]["errorId"]
+    assert event["exc_type"] == "StrataError"
+    assert "林远" not in json.dumps(event, ensure_ascii=False)
