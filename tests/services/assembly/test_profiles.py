@@ -72,7 +72,7 @@ async def test_stale_version_conflicts_and_changes_nothing(profiles: BudgetProfi
     await profiles.update("p1", 1, NEW)
     with pytest.raises(BudgetConflict) as raised:
         await profiles.update("p1", 1, DEFAULT_PROFILE)
-    assert raised.value.code == "CONTEXT_BUDGET_CONFLICT"
+    assert raised.value.data_code == "CONTEXT_BUDGET_CONFLICT"
     assert raised.value.fields == {"currentVersion": 2}
     assert await profiles.get("p1") == dataclasses.replace(NEW, version=2)
 
@@ -142,7 +142,7 @@ async def test_invalid_profile_is_refused_and_changes_nothing(profiles: BudgetPr
     """Invalid profiles raise INVALID_PARAMS and leave the stored profile and version alone."""
     with pytest.raises(InvalidInput) as raised:
         await profiles.update("p1", 1, invalid)
-    assert raised.value.code == "INVALID_PARAMS"
+    assert raised.value.data_code == "INVALID_PARAMS"
     assert await profiles.get("p1") == DEFAULT_PROFILE
 
 

@@ -60,7 +60,7 @@ async def test_full_queue_is_refused_at_once_with_a_retry_hint() -> None:
     with pytest.raises(Backpressure) as raised:
         async with limiter.slot("doc"):
             pytest.fail("a refused request must not run")
-    assert raised.value.code == "CONTEXT_BACKPRESSURE"
+    assert raised.value.data_code == "CONTEXT_BACKPRESSURE"
     # one queued: (1 + 1) / 2 slots -> one round of 50 ms
     assert raised.value.fields == {"retryAfterMs": 50, "limit": 2, "queue": 1}
     release.set()

@@ -39,5 +39,5 @@ def test_unknown_skill_lists_the_known_ones() -> None:
     """An unknown id raises SKILL_NOT_FOUND with the sorted known ids."""
     with pytest.raises(SkillNotFound) as raised:
         get_skill("sing")
-    assert raised.value.code == "SKILL_NOT_FOUND"
+    assert raised.value.data_code == "SKILL_NOT_FOUND"
     assert raised.value.fields == {"known": ["continue", "expand", "polish", "rewrite"]}

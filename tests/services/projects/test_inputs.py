@@ -35,6 +35,6 @@ def test_problems_name_camel_case_fields_without_values() -> None:
 def test_invalid_names_one_field() -> None:
     """invalid() builds the same shape for a rule checked by hand."""
     err = invalid("document_id", "must name a document")
-    assert err.code == "INVALID_PARAMS"
+    assert err.data_code == "INVALID_PARAMS"
     assert err.fields == {"errors": [{"loc": ["documentId"], "type": "value_error",
                                       "msg": "must name a document"}]}
