@@ -102,6 +102,22 @@ class BudgetProfileRow(SQLModel, table=True):
     immediate_min: int = Field(default=2000)
 
 
+
+class ProfileRow(SQLModel, table=True):
+    """A project's own assembly profile: its ``strata.profile/1`` document as compact JSON text.
+
+    Kept as the text the client sent (re-encoded compactly), so ``profile:get`` gives back the
+    same document and its size is what the 256 KiB limit counts.
+    """
+
+    __tablename__ = "profile"
+    project_id: str = Field(primary_key=True, foreign_key="project.id", max_length=32)
+    name: str = Field(primary_key=True, max_length=64)
+    document: str
+    version: int = Field(default=1)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
 # Retrieval: derived from the project's files, rebuilt from them whenever missing or stale.
 
 class RetrievalStateRow(SQLModel, table=True):
