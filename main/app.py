@@ -16,6 +16,7 @@ from ipc.auth import origin_patterns
 from ipc.channels.context import register_context
 from ipc.channels.knowledge import register_knowledge
 from ipc.channels.memory import register_memory
+from ipc.channels.profiles import register_profiles
 from ipc.channels.projects import register_projects
 from ipc.channels.retrieval import register_retrieval
 from ipc.channels.system import Limits, TokenizerDescription, register_system
@@ -32,6 +33,8 @@ from services.assembly.service import Collaborators, ContextService
 from services.caches import SourceCaches
 from services.knowledge import ConstraintService, KgService
 from services.memory import EpisodicMemoryService, SemanticMemoryService
+from services.profiles.plans import BuiltInPlans
+from services.profiles.service import ProfileService
 from services.projects import DocumentStore, ProjectService
 from services.projects.documents import MAX_DOCUMENT_BYTES
 from services.retrieval import create_retrieval
@@ -137,6 +140,9 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     register_memory(registry, semantic=semantic, episodic=episodic)
     register_retrieval(registry, retrieval)
     profiles = BudgetProfiles(database)
+    # The assembly's plans: the built-in profiles and each project's own.
+    assembly_profiles = ProfileService(database, BuiltInPlans())
+    register_profiles(registry, assembly_profiles)
     constraint_list = shared(constraints.list)
     caches = services.caches
     context = ContextService(Collaborators(
@@ -152,6 +158,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
             RetrievalProvider(retrieval, services.tokenizer.info.encoding),
         ),
         tokenizers=TokenizerRegistry(config.tokenizer_encoding),
+        plans=assembly_profiles,
     ))
     register_context(registry, context, profiles)
     return registry

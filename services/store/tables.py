@@ -102,7 +102,6 @@ class BudgetProfileRow(SQLModel, table=True):
     immediate_min: int = Field(default=2000)
 
 
-
 class ProfileRow(SQLModel, table=True):
     """A project's own assembly profile: its ``strata.profile/1`` document as compact JSON text.
 
@@ -117,6 +116,7 @@ class ProfileRow(SQLModel, table=True):
     version: int = Field(default=1)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
 
 # Retrieval: derived from the project's files, rebuilt from them whenever missing or stale.
 
