@@ -97,7 +97,7 @@ async def test_stable_prefix_across_calls_and_after_a_new_rule() -> None:
     fourth = await service.assemble(_request(cursor=700))
     assert not fourth.stable_prefix_unchanged
     assert fourth.divergence is not None
-    assert fourth.divergence.layer is Layer.SETTINGS
+    assert fourth.divergence.layer == "settings"
 
 
 async def test_backpressure_past_the_queue() -> None:

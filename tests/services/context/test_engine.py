@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from services.context.budget import MAX_INPUT_TOKENS
 from services.context.engine import Request, assemble
 from services.context.hashing import sha256_hex
-from services.context.models import BudgetProfile, Item, Layer
+from services.context.models import BudgetProfile, Item
 from services.errors import InputTooLarge, ScopeViolation
-from tests.services.context.factory import PROJECT, counter, item, window
+from tests.services.context.factory import PROJECT, counter, item, novel_plan, novel_request, window
 
 CHAPTER = "我推开灯塔的门，海风灌进来。台阶一级一级向上。" * 40
 
@@ -19,10 +19,9 @@ CHAPTER = "我推开灯塔的门，海风灌进来。台阶一级一级向上。
 def _request(items: tuple[object, ...] = (), *, before: str = CHAPTER, after: str = "",
              profile: BudgetProfile | None = None, instruction: str | None = None,
              system_prompt_tokens: int = 40) -> Request:
-    return Request(project_id=PROJECT, language="zh", profile=profile or BudgetProfile(),
-                   system_prompt_tokens=system_prompt_tokens, items=tuple(items),  # type: ignore[arg-type]
-                   window=window(before, after), instruction=instruction,
-                   instruction_tokens=counter().count(instruction or ""))
+    return novel_request(items, profile=profile or BudgetProfile(),  # type: ignore[arg-type]
+                         system_prompt_tokens=system_prompt_tokens, window_=window(before, after),
+                         instruction=instruction)
 
 
 def _fates(result: object) -> dict[str, tuple[str, str | None]]:
@@ -51,8 +50,8 @@ def test_retrieved_is_trimmed_first_lowest_score_first() -> None:
     assert dropped
     assert dropped == [f"r{n}" for n in range(1, len(dropped) + 1)]
     assert all(fates[k] == ("dropped", "budget") for k in dropped)
-    assert result.layers[Layer.RETRIEVED].truncated
-    assert not result.layers[Layer.IMMEDIATE].truncated
+    assert result.layers["retrieved"].truncated
+    assert not result.layers["immediate"].truncated
     assert result.token_count <= result.budget.total
 
 
@@ -62,10 +61,10 @@ def test_minimum_is_a_guarantee_before_going_lower() -> None:
                   for n in range(1, 9))
     profile = BudgetProfile(context_window=1250, output_reserve=100, minimums=(100, 150, 0, 300))
     result = assemble(_request(items, profile=profile), counter())
-    settings_layer = result.layers[Layer.SETTINGS]
+    settings_layer = result.layers["settings"]
     assert settings_layer.tokens >= 150
-    assert result.layers[Layer.IMMEDIATE].truncated
-    assert result.layers[Layer.IMMEDIATE].tokens >= 300
+    assert result.layers["immediate"].truncated
+    assert result.layers["immediate"].tokens >= 300
     assert result.token_count <= result.budget.total
     assert result.token_count <= result.budget.total
 
@@ -75,7 +74,7 @@ def test_immediate_keeps_text_nearest_the_cursor_on_a_sentence_boundary() -> Non
     before = "".join(f"第{n}句话在这里结束。" for n in range(400))
     profile = BudgetProfile(context_window=1200, output_reserve=100, minimums=(0, 0, 0, 200))
     result = assemble(_request((), before=before, profile=profile), counter())
-    text = result.layers[Layer.IMMEDIATE].text
+    text = result.layers["immediate"].text
     body = text.split("\n", 1)[1]
     assert before.endswith(body)
     assert body.startswith("第")
@@ -125,8 +124,8 @@ def test_stable_prefix_is_rules_and_settings() -> None:
     assert result.prompt.startswith(result.stable_prefix)
     assert result.stable_prefix.endswith("- 偏好短句")
     assert result.stable_prefix_hash == sha256_hex(result.stable_prefix)
-    assert result.prefix_hashes[Layer.SETTINGS] == result.stable_prefix_hash
-    assert result.prefix_hashes[Layer.IMMEDIATE] == sha256_hex(result.prompt)
+    assert result.prefix_hashes["settings"] == result.stable_prefix_hash
+    assert result.prefix_hashes["immediate"] == sha256_hex(result.prompt)
 
 
 text_piece = st.text(alphabet=st.sampled_from(list("灯塔台阶钥匙海风林远。，！？abc xyz.!?\n")),
@@ -154,9 +153,9 @@ def test_token_count_is_exact_and_within_budget(
              *(item(f"s{n}", "preferences", t, key=k) for n, (t, k) in enumerate(prefs)),
              *(item(f"r{n}", "passages", t, key=k) for n, (t, k) in enumerate(chunks)))
     profile = BudgetProfile(context_window=window_size, output_reserve=reserve, minimums=minimums)
-    request = Request(project_id=PROJECT, language=language, profile=profile, system_prompt_tokens=30,
-                      items=items, window=window(before, after), instruction="continue",
-                      instruction_tokens=1)
+    request = Request(project_id=PROJECT, language=language, plan=novel_plan(profile), profile=profile,
+                      system_prompt_tokens=30, items=items, window=window(before, after),
+                      instruction="continue", instruction_tokens=1)
     result = assemble(request, counter())
     assert result.token_count == counter().tokenizer.count(result.prompt)
     assert result.token_count <= result.budget.total
@@ -168,7 +167,7 @@ def test_token_count_is_exact_and_within_budget(
 def test_equal_priority_constraints_keep_creation_order() -> None:
     """Constraints of equal priority are numbered oldest first: 9 before 10, not as strings."""
     items = tuple(item(f"constraint:{n}", "constraints", f"约束{n}", key=1) for n in (10, 2, 9, 1))
-    rules = assemble(_request(items), counter()).layers[Layer.RULES].text
+    rules = assemble(_request(items), counter()).layers["rules"].text
     assert rules.split("\n")[1:] == ["1. 约束1", "2. 约束2", "3. 约束9", "4. 约束10"]
 
 
@@ -177,7 +176,7 @@ def test_narrative_and_constraints_order_without_type_errors() -> None:
     items = (item("settings:narrative", "narrative", "叙述人称：第一人称", key=0),
              item("constraint:1", "constraints", "约束", key=-1, origin="kg"),
              item("entity:3", "entities", "林远", key=0.5, names=("林远",)))
-    assert assemble(_request(items), counter()).layers[Layer.RULES].tokens > 0
+    assert assemble(_request(items), counter()).layers["rules"].tokens > 0
 
 
 def test_retrieved_passages_do_not_count_towards_the_input_cap() -> None:
@@ -189,8 +188,8 @@ def test_retrieved_passages_do_not_count_towards_the_input_cap() -> None:
     history = (item("episode:1", "history", "旧事", tokens=MAX_INPUT_TOKENS + 1),)
 
     def request(items: tuple[Item, ...]) -> Request:
-        return Request(project_id=PROJECT, language="zh", profile=BudgetProfile(), system_prompt_tokens=10,
-                       items=items, window=None)
+        return Request(project_id=PROJECT, language="zh", plan=novel_plan(), profile=BudgetProfile(),
+                       system_prompt_tokens=10, items=items, window=None)
 
     result = assemble(request(passages), counter())
     assert result.token_count <= result.budget.total

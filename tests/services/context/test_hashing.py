@@ -8,12 +8,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.context.hashing import divergence, prefix_hashes, sha256_hex
-from services.context.models import Divergence, Layer
-from services.context.render import join_layers
+from services.context.models import Divergence
+from services.context.render import join_sections
+from tests.services.context.factory import novel
 
 
-def _ends(rules: str, settings_text: str = "") -> dict[Layer, int]:
-    return join_layers({Layer.RULES: rules, Layer.SETTINGS: settings_text})[1]
+def _join(texts: dict[str, str]) -> tuple[str, dict[str, int]]:
+    return join_sections(novel(), texts)
+
+
+def _prefix(rules: str, settings_text: str = "") -> str:
+    """A stable prefix of the novel plan: Rules and Settings joined."""
+    return _join({"rules": rules, "settings": settings_text})[0]
+
+
+def _ends(*prefixes: tuple[str, str]) -> tuple[tuple[str, int], ...]:
+    """Each stable section's end in UTF-8 bytes, the larger of the prefixes' (as the service
+    compares a prefix with the previous one)."""
+    widest = {"rules": 0, "settings": 0}
+    for rules, settings_text in prefixes:
+        prompt, ends = _join({"rules": rules, "settings": settings_text})
+        for section in widest:
+            widest[section] = max(widest[section], len(prompt[:ends[section]].encode()))
+    return tuple(widest.items())
 
 
 def test_sha256_hex_of_utf8_bytes() -> None:
@@ -25,52 +42,66 @@ def test_sha256_hex_of_utf8_bytes() -> None:
 
 def test_prefix_hashes_cover_the_prompt_up_to_each_layer_end() -> None:
     """Each layer's hash is of the prompt up to that layer's end; an empty layer repeats the previous."""
-    prompt, ends = join_layers({Layer.RULES: "R", Layer.RETRIEVED: "X", Layer.IMMEDIATE: "I"})
+    prompt, ends = _join({"rules": "R", "retrieved": "X", "immediate": "I"})
     hashes = prefix_hashes(prompt, ends)
     assert hashes == {
-        Layer.RULES: sha256_hex("R"),
-        Layer.SETTINGS: sha256_hex("R"),
-        Layer.RETRIEVED: sha256_hex("R\n\nX"),
-        Layer.IMMEDIATE: sha256_hex("R\n\nX\n\nI"),
+        "rules": sha256_hex("R"),
+        "settings": sha256_hex("R"),
+        "retrieved": sha256_hex("R\n\nX"),
+        "immediate": sha256_hex("R\n\nX\n\nI"),
     }
-
-
-def _rules_end(*rules: str) -> int:
-    return max(len(r.encode()) for r in rules)
+    assert list(hashes) == ["rules", "settings", "retrieved", "immediate"]
 
 
 def test_no_divergence_for_equal_prefixes() -> None:
     """Equal prefixes do not diverge."""
-    assert divergence("规则\n\n偏好", "规则\n\n偏好", _rules_end("规则")) is None
+    ends = _ends(("规则", "偏好"))
+    assert divergence(_prefix("规则", "偏好"), _prefix("规则", "偏好"), ends) is None
 
 
 def test_offset_counts_utf8_bytes_and_names_the_layer() -> None:
     """A change in Settings after Chinese rules is reported at its UTF-8 byte offset, in Settings."""
-    previous = "规则\n\n偏好甲"
-    current = "规则\n\n偏好乙"
+    previous = _prefix("规则", "偏好甲")
+    current = _prefix("规则", "偏好乙")
+    assert (previous, current) == ("规则\n\n偏好甲", "规则\n\n偏好乙")
     # "规则" is 6 bytes, the separator 2, "偏好" 6: the first differing byte is inside 甲/乙.
     expected = next(i for i, (a, b) in enumerate(zip(previous.encode(), current.encode(), strict=True))
                     if a != b)
     assert expected >= 14
-    assert divergence(previous, current, _rules_end("规则")) == Divergence(Layer.SETTINGS, expected)
+    ends = _ends(("规则", "偏好甲"), ("规则", "偏好乙"))
+    assert divergence(previous, current, ends) == Divergence("settings", expected)
 
 
 def test_change_in_rules_is_reported_in_rules() -> None:
     """The first differing byte inside the Rules text names Rules."""
-    assert divergence("1. A\n\nS", "1. B\n\nS", _rules_end("1. B")) == Divergence(Layer.RULES, 3)
+    ends = _ends(("1. A", "S"), ("1. B", "S"))
+    assert divergence(_prefix("1. A", "S"), _prefix("1. B", "S"), ends) == Divergence("rules", 3)
 
 
 def test_appended_layer_is_reported_where_it_starts() -> None:
     """When the new prefix extends the old one, it diverges at the old end, in the layer added there."""
-    assert divergence("R", "R\n\nS", _rules_end("R")) == Divergence(Layer.SETTINGS, 1)
+    ends = _ends(("R", ""), ("R", "S"))
+    assert divergence(_prefix("R"), _prefix("R", "S"), ends) == Divergence("settings", 1)
 
 
 def test_rules_grown_or_shrunk_is_rules() -> None:
     """A Rules part that got longer or shorter is reported in Rules, whichever prefix holds it."""
-    both = _rules_end("1. A", "1. A\n2. B")
-    assert divergence("1. A\n\nS", "1. A\n2. B\n\nS", both) == Divergence(Layer.RULES, 5)
-    assert divergence("1. A\n2. B\n\nS", "1. A\n\nS", both) == Divergence(Layer.RULES, 5)
-    assert divergence("R\n\nS", "R", _rules_end("R")) == Divergence(Layer.SETTINGS, 1)
+    short, long = _prefix("1. A", "S"), _prefix("1. A\n2. B", "S")
+    both = _ends(("1. A", "S"), ("1. A\n2. B", "S"))
+    assert divergence(short, long, both) == Divergence("rules", 5)
+    assert divergence(long, short, both) == Divergence("rules", 5)
+    shrunk = _ends(("R", "S"), ("R", ""))
+    assert divergence(_prefix("R", "S"), _prefix("R"), shrunk) == Divergence("settings", 1)
+
+
+def test_any_number_of_stable_sections_is_named_by_its_end() -> None:
+    """With three stable sections, the offset falls in the first whose end lies past it; past every
+    end (a longer prefix), in the last."""
+    ends = (("a", 2), ("b", 4), ("c", 6))
+    assert divergence("xxyyzz", "xxyYzz", ends) == Divergence("b", 3)
+    assert divergence("xxyyzz", "Xxyyzz", ends) == Divergence("a", 0)
+    assert divergence("xxyyzz", "xxyyzz!", ends) == Divergence("c", 6)
+    assert divergence("", "x", ()) == Divergence("", 0)
 
 
 TEXT = st.text(alphabet=st.sampled_from(list("ab规则偏好😀\n. ")), max_size=12)
@@ -81,9 +112,9 @@ TEXT = st.text(alphabet=st.sampled_from(list("ab规则偏好😀\n. ")), max_siz
 def test_byte_offset_is_the_first_differing_byte(rules: str, settings_text: str, old_rules: str,
                                                  old_settings: str) -> None:
     """For any two prefixes, the offset is the first differing UTF-8 byte (or the shorter length)."""
-    current, _ = join_layers({Layer.RULES: rules, Layer.SETTINGS: settings_text})
-    previous, _ = join_layers({Layer.RULES: old_rules, Layer.SETTINGS: old_settings})
-    found = divergence(previous, current, _rules_end(rules, old_rules))
+    current = _prefix(rules, settings_text)
+    previous = _prefix(old_rules, old_settings)
+    found = divergence(previous, current, _ends((rules, settings_text), (old_rules, old_settings)))
     old, new = previous.encode(), current.encode()
     if old == new:
         assert found is None
@@ -92,4 +123,5 @@ def test_byte_offset_is_the_first_differing_byte(rules: str, settings_text: str,
     offset = found.byte_offset
     assert old[:offset] == new[:offset]
     assert offset == min(len(old), len(new)) or old[offset] != new[offset]
-    assert found.layer is (Layer.RULES if offset < _rules_end(rules, old_rules) else Layer.SETTINGS)
+    rules_end = max(len(rules.encode()), len(old_rules.encode()))
+    assert found.layer == ("rules" if offset < rules_end else "settings")

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.context.models import Layer
-from services.context.render import (
-    CURSOR_MARK,
-    HEADERS,
-    LAYER_SEPARATOR,
-    SECTIONS,
-    join_layers,
-    render_sections,
-    render_window,
-)
-from tests.services.context.factory import item, window
+from services.context.engine import assemble
+from services.context.models import Item, Window
+from services.context.plan import localize
+from services.context.render import SEPARATOR, join_sections, render_section
+from tests.services.context.factory import counter, item, novel, novel_request, window
+
+
+def render_sections(section_id: str, items: Iterable[Item], language: str) -> str:
+    """One section of the novel plan rendered from its items alone."""
+    return render_section(novel().section(section_id), items, {}, language)
+
+
+def render_window(win: Window | None, instruction: str | None, language: str) -> str:
+    """The novel plan's Immediate section as an assembly within budget renders it."""
+    request = novel_request(window_=win, instruction=instruction, language=language)
+    return assemble(request, counter()).layers["immediate"].text
 
 
 def test_constraints_are_numbered_and_sections_follow_the_fixed_order() -> None:
@@ -26,7 +33,7 @@ def test_constraints_are_numbered_and_sections_follow_the_fixed_order() -> None:
         item("c1", "constraints", "严格第一人称叙述"),
         item("c2", "constraints", "林远不会游泳"),
     ]
-    text = render_sections(Layer.RULES, items, "zh")
+    text = render_sections("rules", items, "zh")
     assert text == (
         "[创作约束 - 不可违反]\n1. 严格第一人称叙述\n2. 林远不会游泳"
         "\n\n[叙述设定]\n叙述人称：第一人称"
@@ -37,26 +44,35 @@ def test_constraints_are_numbered_and_sections_follow_the_fixed_order() -> None:
 def test_bullets_for_preferences_and_blank_lines_between_passages() -> None:
     """Preferences are a bulleted list; passages and history are separated by blank lines."""
     settings_text = render_sections(
-        Layer.SETTINGS, [item("s1", "preferences", "短句"), item("s2", "style", "冷峻"),
-                         item("s3", "preferences", "少用副词")], "en")
+        "settings", [item("s1", "preferences", "短句"), item("s2", "style", "冷峻"),
+                     item("s3", "preferences", "少用副词")], "en")
     assert settings_text == "[Writing preferences]\n- 短句\n- 少用副词\n\n[Style notes]\n冷峻"
     retrieved = render_sections(
-        Layer.RETRIEVED, [item("h1", "history", "H"), item("p1", "passages", "A"),
-                          item("p2", "passages", "B")], "en")
+        "retrieved", [item("h1", "history", "H"), item("p1", "passages", "A"),
+                      item("p2", "passages", "B")], "en")
     assert retrieved == "[Relevant earlier passages]\nA\n\nB\n\n[Past interactions]\nH"
 
 
 def test_unknown_language_uses_english_headers_and_empty_layer_is_empty() -> None:
     """A language without headers falls back to English; a layer with no items renders as ''."""
-    assert render_sections(Layer.SETTINGS, [item("s1", "style", "x")], "fr") == "[Style notes]\nx"
-    assert render_sections(Layer.RULES, [], "zh") == ""
+    assert render_sections("settings", [item("s1", "style", "x")], "fr") == "[Style notes]\nx"
+    assert render_sections("rules", [], "zh") == ""
 
 
 def test_every_language_has_a_header_for_every_section() -> None:
-    """Each header table covers every section of every layer, and the cursor mark exists per language."""
-    sections = {s for layer_sections in SECTIONS.values() for s in layer_sections}
-    assert {lang: set(table) for lang, table in HEADERS.items()} == dict.fromkeys(HEADERS, sections)
-    assert set(CURSOR_MARK) == set(HEADERS)
+    """Every part of the novel plan has a zh and an en header (other languages read the en one), and
+    its window part a cursor mark in both."""
+    parts = [p for s in novel().sections for p in s.parts]
+    assert [p.id for p in parts] == ["constraints", "narrative", "entities", "preferences", "style",
+                                     "passages", "history", "window", "instruction"]
+    for part in parts:
+        assert part.header is not None
+        assert set(part.header) == {"zh", "en"}
+        assert localize(part.header, "fr") == part.header["en"]
+    cursor = novel().section("immediate").window_part
+    assert cursor is not None
+    assert cursor.cursor is not None
+    assert dict(cursor.cursor) == {"zh": "【光标】", "en": "[[cursor]]"}
 
 
 def test_window_marks_the_cursor_only_when_text_follows_it() -> None:
@@ -76,13 +92,13 @@ def test_window_and_instruction_parts() -> None:
     assert render_window(None, None, "zh") == ""
 
 
-def test_join_layers_skips_empty_layers_and_reports_where_each_ends() -> None:
+def test_join_sections_skips_empty_layers_and_reports_where_each_ends() -> None:
     """Layers join with one blank line in fixed order; an empty layer ends where the previous one did."""
-    texts = {Layer.IMMEDIATE: "I", Layer.RULES: "RR", Layer.RETRIEVED: ""}
-    prompt, ends = join_layers(texts)
-    assert prompt == "RR" + LAYER_SEPARATOR + "I"
-    assert ends == {Layer.RULES: 2, Layer.SETTINGS: 2, Layer.RETRIEVED: 2, Layer.IMMEDIATE: 5}
-    assert join_layers({}) == ("", dict.fromkeys(Layer, 0))
+    texts = {"immediate": "I", "rules": "RR", "retrieved": ""}
+    prompt, ends = join_sections(novel(), texts)
+    assert prompt == "RR" + SEPARATOR + "I"
+    assert ends == {"rules": 2, "settings": 2, "retrieved": 2, "immediate": 5}
+    assert join_sections(novel(), {}) == ("", dict.fromkeys(ends, 0))
 
 
 CONSTRAINT_TEXTS = [f"约束{n}：不可违反的规则{n}" for n in range(12)]
@@ -96,8 +112,8 @@ def test_constraints_numbered_without_gaps_for_any_subset(chosen: list[int], ext
     gives the same string."""
     items = [item(f"c{n}", "constraints", CONSTRAINT_TEXTS[n]) for n in chosen]
     items += [item(f"x{n}", section, f"其他{n}") for n, section in enumerate(extras)]
-    first = render_sections(Layer.RULES, items, "zh")
-    again = render_sections(Layer.RULES, list(items), "zh")
+    first = render_sections("rules", items, "zh")
+    again = render_sections("rules", list(items), "zh")
     assert first == again
     numbered = [line for line in first.splitlines() if line[:1].isdigit()]
     assert numbered == [f"{k}. {CONSTRAINT_TEXTS[n]}" for k, n in enumerate(chosen, start=1)]

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 import pytest
 from structlog.testing import capture_logs
 
-from services.context.models import ItemReport, Layer
-from services.context.screening import MAX_RETRIEVED, check_scope, dropped, screen
+from services.context.memo import NoMemo
+from services.context.models import Item, ItemReport, Window
+from services.context.screening import MAX_RETRIEVED, Screened, check_scope, dropped
+from services.context.screening import screen as screen_plan
 from services.errors import ScopeViolation
-from tests.services.context.factory import PROJECT, item, window
+from tests.services.context.factory import PROJECT, item, novel, window
+
+
+def screen(items: Sequence[Item], win: Window | None) -> Screened:
+    """Screening as the novel plan drives it (each part's ``dedupe`` and section's ``candidates``)."""
+    return screen_plan(novel(), items, win, NoMemo())
 
 
 def _fates(reports: list[ItemReport]) -> dict[str, tuple[str, str | None]]:
@@ -23,7 +31,7 @@ def test_foreign_item_fails_the_request_and_is_logged() -> None:
     items = [item("c1", "constraints", "规则"), item("r9", "passages", "别人的书", project_id="project-b")]
     with capture_logs() as logs, pytest.raises(ScopeViolation) as raised:
         check_scope(items, PROJECT)
-    assert raised.value.code == "CONTEXT_SCOPE_VIOLATION"
+    assert raised.value.data_code == "CONTEXT_SCOPE_VIOLATION"
     assert raised.value.fields == {"layer": "retrieved", "itemId": "r9"}
     assert logs == [{"event": "security.scope_violation", "log_level": "warning", "project_id": PROJECT,
                      "item_id": "r9", "item_project_id": "project-b", "layer": "retrieved",
@@ -97,6 +105,7 @@ def test_retrieved_overlapping_the_window_is_a_duplicate() -> None:
 
 def test_retrieved_candidates_are_capped_lowest_score_first() -> None:
     """Past 200 retrieved candidates, the lowest-scoring ones are dropped as candidate_limit."""
+    assert novel().section("retrieved").candidates == MAX_RETRIEVED
     extra = 5
     items = [item(f"p{n:03d}", "passages", f"段落{n}", key=n / 1000) for n in range(MAX_RETRIEVED + extra)]
     items.append(item("s1", "preferences", "偏好"))
@@ -109,5 +118,5 @@ def test_dropped_report_carries_the_item_and_reason() -> None:
     """A dropped report copies the item's identity and ordering key, with no kept tokens."""
     source = item("p1", "passages", "灯塔", key=0.7, tokens=12)
     assert dropped(source, "budget") == ItemReport(
-        id="p1", layer=Layer.RETRIEVED, section="passages", source="passages", tokens=12, key=0.7,
+        id="p1", layer="retrieved", section="passages", source="passages", tokens=12, key=0.7,
         key_name="score", fate="dropped", reason="budget", kept_tokens=0)
