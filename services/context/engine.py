@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from services.context.budget import MAX_INPUT_TOKENS, make_budget
 from services.context.counting import CountCache
-from services.context.hashing import prefix_hashes
+from services.context.hashing import prefix_hashes, sha256_hex
 from services.context.memo import Memo, NoMemo
 from services.context.models import Assembly, BudgetProfile, Item, ItemReport, LayerResult, Window
 from services.context.plan import Plan, holds
@@ -61,10 +61,9 @@ def _check_input_size(request: Request) -> None:
         raise InputTooLarge(tokens=gathered, limit=MAX_INPUT_TOKENS)
 
 
-def _active(request: Request) -> tuple[Plan, list[ItemReport]]:
-    """The plan without the sections and parts whose conditions do not hold."""
-    from dataclasses import replace
-
+def _active(request: Request) -> tuple[Plan, list[Item], list[ItemReport]]:
+    """The plan without the sections and parts whose conditions do not hold; the items that go
+    in what is left; and a report for each item that went with a section or part."""
     facts = request.facts
     sections = []
     for section in request.plan.sections:
@@ -74,8 +73,19 @@ def _active(request: Request) -> tuple[Plan, list[ItemReport]]:
         sections.append(replace(section, parts=parts) if len(parts) != len(section.parts) else section)
     if len(sections) == len(request.plan.sections) and all(
             a is b for a, b in zip(sections, request.plan.sections, strict=True)):
-        return request.plan, []
-    return replace(request.plan, sections=tuple(sections)), []
+        return request.plan, list(request.items), []
+    plan = replace(request.plan, sections=tuple(sections))
+    kept = {(s.id, p.id) for s in sections for p in s.parts}
+    planned = {(s.id, p.id) for s in request.plan.sections for p in s.parts}
+    items: list[Item] = []
+    reports: list[ItemReport] = []
+    for item in request.items:
+        where = (item.layer, item.section)
+        if where in planned and where not in kept:
+            reports.append(dropped(item, "condition"))
+        else:
+            items.append(item)  # screening judges the rest, malformed ones included
+    return plan, items, reports
 
 
 def _reports(state: State) -> list[ItemReport]:
@@ -113,8 +123,9 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
 
     check_scope(request.items, request.project_id)
     _check_input_size(request)
-    plan, _ = _active(request)
-    screened = screen(plan, request.items, request.window, memo)
+    plan, items, conditioned = _active(request)
+    screened = screen(plan, items, request.window, memo)
+    screened.reports[:0] = conditioned
     budget = make_budget(request.profile, plan, request.system_prompt_tokens)
     state = State.start(request, plan, budget, counter.count, memo, screened,
                         resolve_texts(plan, request.language, request.variables, request.facts,
@@ -132,15 +143,14 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
     stable = [s.id for s in plan.sections if s.stable]
     stable_end = ends[stable[-1]] if stable else 0
     # The hash of the last stable section's end is the hash of prompt[:stable_end]: the stable prefix's.
-    stable_hash = hashes[stable[-1]] if stable else prefix_hashes("", {"": 0})[""]
+    stable_hash = hashes[stable[-1]] if stable else sha256_hex("")
     layers = {
         s.id: LayerResult(tokens=state.count(texts[s.id]), truncated=s.id in state.truncated,
                           text=texts[s.id], items=len(state.kept[s.id]), role=s.role,
                           chunks=any(p.bounded for p in s.parts))
         for s in plan.sections
     }
-    stable_ends = tuple((s, len(texts_prefix.encode("utf-8", "surrogatepass")))
-                        for s, texts_prefix in ((s, prompt[:ends[s]]) for s in stable))
+    stable_ends = tuple((s, len(prompt[:ends[s]].encode("utf-8", "surrogatepass"))) for s in stable)
     return Assembly(
         prompt=prompt, token_count=tokens, stable_prefix=prompt[:stable_end], stable_prefix_hash=stable_hash,
         prefix_hashes=hashes, layers=layers, budget=budget, warnings=tuple(state.warnings),

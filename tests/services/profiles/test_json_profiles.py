@@ -192,3 +192,17 @@ def test_child_override_replaces_content_and_keeps_the_rest() -> None:
 def test_every_test_profile_is_valid_on_its_own_chain(name: str) -> None:
     """Each JSON file resolves against the others with no problem."""
     assert plan_of(name).name == name
+
+
+def test_items_of_a_section_whose_condition_fails_are_reported_not_warned() -> None:
+    """Items gathered for a section whose condition does not hold are dropped with reason
+    ``condition``: the section is absent, and no malformed-item warning is raised."""
+    result = assemble(
+        Request(project_id=PROJECT, language="en", plan=plan_of("scene-final"),
+                profile=BudgetProfile(context_window=4000, output_reserve=0), system_prompt_tokens=0,
+                items=items(), window=None, variables={"scene": SCENE}, facts=frozenset({"always"})),
+        counter())
+    assert "[Notes]" not in result.prompt
+    assert {(r.id, r.fate, r.reason) for r in result.reports if r.layer == "notes"} == {
+        ("semantic:1", "dropped", "condition"), ("semantic:2", "dropped", "condition")}
+    assert result.warnings == ()
