@@ -10,6 +10,9 @@ resolves and an assembly never meets an invalid one.
 A built-in's plan needs no database. A project profile's plan is kept in the
 database's :class:`~services.concurrency.snapshots.Snapshots` until the next
 write to that project's profiles, so a warm assembly reads nothing.
+
+Like every error, these carry nothing the client sent (it knows which name it
+asked for); a problem points into the document with a JSON pointer instead.
 """
 
 from __future__ import annotations
@@ -113,7 +116,7 @@ class ProfileService:
                                resolved=copy.deepcopy(built_in.document), version=1, built_in=True)
         found = own.get(name)
         if found is None:
-            raise ProfileNotFound(name=name)
+            raise ProfileNotFound()
         resolved = await asyncio.to_thread(self._resolve_own, own, name)
         return ProfileView(name=name, profile=found.document(), resolved=resolved.document,
                            version=found.version, built_in=False)
@@ -154,7 +157,7 @@ class ProfileService:
 
     def _writable(self, name: str) -> None:
         if name in self._built_ins.documents:
-            raise ProfileReadOnly(name=name)
+            raise ProfileReadOnly()
 
     async def _own(self, project_id: str) -> Own:
         """The project's own profiles by name, kept until the next write (PROJECT_NOT_FOUND if none)."""
@@ -177,7 +180,7 @@ class ProfileService:
     def _resolve_own(self, own: Own, name: str) -> Resolved:
         found = own.get(name)
         if found is None:
-            raise ProfileNotFound(name=name)
+            raise ProfileNotFound()
         try:
             return resolve(found.document(), self._lookup(own), self._built_ins.catalog)
         except Invalid as exc:  # stored before a change of the built-ins it extends
@@ -229,7 +232,7 @@ class ProfileService:
             if children:
                 raise ProfileInvalid(problems=[
                     {"path": "", "profile": child,
-                     "message": f"profile {child!r} extends {name!r}: change or delete it first"}
+                     "message": f"profile {child!r} extends it: change or delete that one first"}
                     for child in children])
             session.commit()
 
@@ -260,7 +263,7 @@ def _own_problems(document: Mapping[str, Any], name: str) -> list[Problem]:
         return exc.problems
     if document.get("name") != name:
         return [{"path": "/name",
-                 "message": f"the profile's name must be {name!r}, the name it is saved under"}]
+                 "message": "the profile's name must be the name it is saved under"}]
     return []
 
 

@@ -56,9 +56,9 @@ def encode(document: Mapping[str, Any], max_bytes: int = MAX_DOCUMENT_BYTES) -> 
     """The document as compact JSON text, or INVALID_PARAMS when it is over ``max_bytes``."""
     try:
         text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError):
-        raise InvalidInput("The profile is not a JSON document") from None
-    size = len(text.encode("utf-8"))
+        size = len(text.encode("utf-8"))  # a lone surrogate (legal in a JSON string) fails here
+    except (TypeError, ValueError, RecursionError):
+        raise InvalidInput("The profile must be a JSON document of valid Unicode text") from None
     if size > max_bytes:
         raise InvalidInput(f"A profile document holds at most {max_bytes // 1024} KiB of JSON",
                            limit=max_bytes, size=size)
@@ -136,5 +136,5 @@ def explain_change(session: Session, project_id: str, name: str, version: int | 
     another version (PROFILE_CONFLICT with the current one)."""
     current = current_version(session, project_id, name)
     if current is None or version is None:
-        raise ProfileNotFound(name=name)
+        raise ProfileNotFound()
     raise ProfileConflict(currentVersion=current)

@@ -56,7 +56,7 @@ async def test_put_get_validate_delete_round_trip(rpc: Rpc, project_id: str) -> 
     assert await rpc.call("profile:delete", {"projectId": project_id, "name": "greeting", "version": 2}) \
         == {"ok": True}
     missing = await rpc.error("profile:get", {"projectId": project_id, "name": "greeting"})
-    assert (missing["code"], missing["data"]) == (-32050, {"code": "PROFILE_NOT_FOUND", "name": "greeting"})
+    assert (missing["code"], missing["data"]) == (-32050, {"code": "PROFILE_NOT_FOUND"})
 
 
 async def test_an_invalid_profile_is_profile_invalid_with_pointers(rpc: Rpc, project_id: str) -> None:

@@ -284,15 +284,17 @@ async def test_an_unknown_project_is_project_not_found(service: ProfileService) 
 
 async def test_validate_never_raises_for_an_invalid_profile(service: ProfileService,
                                                             project: ProjectRecord) -> None:
-    """validate answers valid with the resolved form, or the problems; with a project it resolves
-    against the project's profiles and reports those a save would break."""
+    """validate answers valid with the resolved form, or the problems (a document too large or not
+    storable is one at the root); with a project it resolves against the project's profiles and
+    reports those a save would break."""
     ok = await service.validate(doc("x", extends="novel", sections={"n": {"order": 50, "content": ["n"]}}))
     assert (ok.valid, ok.problems) == (True, [])
     assert "rules" in (ok.resolved or {})["sections"]
     bad = await service.validate(doc("x", sections={"s": {"order": 1.5}}))
     assert (bad.valid, bad.resolved, bad.problems[0]["path"]) == (False, None, "/sections/s/order")
-    big = await service.validate(doc("x", description="x" * 262_144))
-    assert (big.valid, big.problems[0]["path"]) == (False, "")
+    for unstorable in (doc("x", description="x" * 262_144), doc("x", description="\ud800")):
+        refused = await service.validate(unstorable)
+        assert (refused.valid, refused.problems[0]["path"]) == (False, "")
     await service.put(project.id, "base", tone_base())
     await service.put(project.id, "child", tone_child("child", "base", 20))
     alone = await service.validate(tone_child("other", "base", 30))

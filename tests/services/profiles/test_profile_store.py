@@ -36,8 +36,8 @@ def test_encode_allows_exactly_the_limit_and_refuses_one_byte_more() -> None:
 
 
 def test_encode_refuses_what_json_cannot_hold() -> None:
-    """NaN or a non-JSON value is INVALID_PARAMS, never stored as non-standard JSON."""
-    for bad in ({"x": float("nan")}, {"x": object()}):
+    """NaN, a non-JSON value or a lone surrogate is INVALID_PARAMS, never stored as broken JSON."""
+    for bad in ({"x": float("nan")}, {"x": object()}, {"x": "\ud800"}):
         with pytest.raises(InvalidInput):
             store.encode(bad)
 
