@@ -6,23 +6,27 @@
  * `location.hash` as `#token=...` and removed from the address bar at once, so
  * it never lands in a URL that is logged or shared), then lets a developer
  * pick a project, a document and a cursor, run `context:inspect`, and see why
- * the prompt is what it is. Everything the user or the server provided is
- * put into the page with textContent, never as HTML.
+ * the prompt is what it is. Nothing about a profile is hard-coded: the
+ * sections, their order, roles and colours come from each result, so any
+ * profile (`profile:list`) shows as it was assembled; a profile editor edits
+ * the project's profiles as JSON. Everything the user or the server provided
+ * is put into the page with textContent, never as HTML.
  */
 
 import { StrataClient, StrataConnectionError, StrataRpcError } from "./strata-client.js";
 
-const LAYERS = ["rules", "settings", "retrieved", "immediate"];
 const SEPARATOR = "\n\n";
+const DEFAULT_PROFILE = "novel";
+/** Sections with a colour of their own in the stylesheet (the novel profile's four). */
+const NAMED_COLOURS = new Set(["rules", "settings", "retrieved", "immediate"]);
+/** Colours for any other section, given out in the profile's order. */
+const PALETTE = ["#c2410c", "#db2777", "#65a30d", "#0f766e", "#92400e", "#4338ca", "#be123c", "#0891b2",
+  "#7c3aed", "#ca8a04"];
 const DEFAULT_SKILLS = ["continue", "polish", "expand", "rewrite"];
 const SKILL_NAMES = { continue: "续写", polish: "润色", expand: "扩写", rewrite: "改写" };
 const SEGMENT_NAMES = {
   system: "system prompt",
-  rules: "rules",
-  settings: "settings",
-  retrieved: "retrieved",
-  immediate: "immediate",
-  joins: "layer joins",
+  joins: "section joins",
   free: "free",
   reserve: "output reserve",
 };
@@ -118,6 +122,14 @@ const state = {
   newConstraints: new Set(),
   profile: null,
   conflict: null,
+  budgetKeys: [],
+  profiles: [],
+  profileId: DEFAULT_PROFILE,
+  profileInfo: null,
+  resolved: new Map(),
+  editor: null,
+  editorConflict: null,
+  assembling: false,
   base: null,
   baseRequest: null,
   baseCompare: null,
@@ -204,9 +216,11 @@ function setConnected(on) {
   $("disconnect").hidden = !on;
   for (const id of ["project", "document"]) $(id).disabled = !on;
   if (!on) {
-    for (const id of ["assemble", "whatif-run", "budget-save", "budget-reload", "c-add", "cursor", "cursor-end"]) {
+    for (const id of ["assemble", "whatif-run", "budget-save", "budget-reload", "c-add", "cursor", "cursor-end",
+      "profile-id", "pe-name", "pe-open", "pe-new"]) {
       $(id).disabled = true;
     }
+    setEditorEnabled();
   }
 }
 
@@ -290,20 +304,27 @@ async function selectProject(projectId) {
   state.newConstraints.clear();
   state.labels = new Map();
   state.constraints = [];
+  state.profiles = [];
+  state.profileInfo = null;
+  state.resolved = new Map();
   clearResults();
   renderDocument();
-  for (const id of ["assemble", "cursor", "cursor-end"]) $(id).disabled = true;
+  for (const id of ["cursor", "cursor-end"]) $(id).disabled = true;
   $("document").replaceChildren();
   $("constraint-list").replaceChildren();
   fillBudgetForm(null);
+  openInEditor(null);
   const enabled = projectId !== "";
   $("c-add").disabled = !enabled;
   $("budget-reload").disabled = !enabled;
+  fillProfileLists();
+  updateAssemble();
   if (!enabled) return;
   await Promise.all([
     guarded("document:list", loadDocuments),
     guarded("context:budget:get", loadBudget),
     guarded("constraints:list", loadConstraints),
+    guarded("profile:list", () => loadProfiles(state.profileId)),
     loadLabels(),
   ]);
 }
@@ -338,7 +359,7 @@ async function selectDocument(documentId) {
   const has = documentId !== "";
   $("cursor").disabled = !has;
   $("cursor-end").disabled = !has;
-  $("assemble").disabled = !has;
+  updateAssemble();
   renderDocument();
   scrollCaretIntoView();
 }
@@ -456,17 +477,175 @@ $("cursor-end").addEventListener("click", () => {
   scrollCaretIntoView();
 });
 
+// --- profiles: the picker and the variables ------------------------------------
+
+/** Whether a resolved (flattened) profile document has a document window anywhere. */
+function hasDocumentWindow(resolved) {
+  return Object.values(resolved?.sections ?? {}).some((section) =>
+    section?.source === "document.window" || (section?.parts ?? []).some((part) => part?.source === "document.window"));
+}
+
+/** Whether the chosen profile needs a document, a cursor and a skill (true while unknown). */
+function needsDocument() {
+  const info = state.profileInfo;
+  return info === null || info.name !== state.profileId || info.needsDocument;
+}
+
+function isConnected() {
+  return state.client !== null && state.client.isOpen;
+}
+
+/** Enable Assemble when everything the chosen profile needs is there; show what is optional. */
+function updateAssemble() {
+  const needs = needsDocument();
+  $("assemble").disabled = !isConnected() || state.projectId === "" || state.assembling || (needs && state.documentId === "");
+  $("skill").disabled = !needs;
+  $("doc-optional").hidden = needs;
+  $("source-panel").classList.toggle("optional", !needs);
+}
+
+/** The project's profiles (built-in ones included) into the picker and the editor's list. */
+async function loadProfiles(prefer = state.profileId) {
+  const projectId = state.projectId;
+  let listed;
+  try {
+    listed = await call("profile:list", { projectId });
+  } catch (err) {
+    if (state.projectId === projectId) {
+      state.profiles = [];
+      fillProfileLists(prefer);
+      await chooseProfile($("profile-id").value, false);
+    }
+    throw err;
+  }
+  if (state.projectId !== projectId) return;
+  state.profiles = listed.profiles;
+  fillProfileLists(prefer);
+  await guarded("profile:get", () => chooseProfile($("profile-id").value));
+}
+
+function profileOption(p) {
+  const tags = [p.builtIn ? "built-in" : `v${p.version}`, p.extends ? `extends ${p.extends}` : null].filter(Boolean).join(", ");
+  return el("option", { value: p.name, title: p.description ?? "", text: `${p.name} (${tags})` });
+}
+
+function fillProfileLists(prefer = state.profileId) {
+  const profiles = state.profiles.length > 0 ? state.profiles
+    : [{ name: DEFAULT_PROFILE, builtIn: true, description: "", extends: null, version: null }];
+  const picker = $("profile-id");
+  picker.replaceChildren(...profiles.map(profileOption));
+  const names = profiles.map((p) => p.name);
+  picker.value = names.includes(prefer) ? prefer : names.includes(DEFAULT_PROFILE) ? DEFAULT_PROFILE : names[0];
+  const editorList = $("pe-name");
+  const keep = editorList.value;
+  editorList.replaceChildren(...profiles.map(profileOption));
+  editorList.value = names.includes(keep) ? keep : picker.value;
+  const on = isConnected() && state.projectId !== "";
+  picker.disabled = !on;
+  editorList.disabled = !on;
+  $("pe-open").disabled = !on;
+  $("pe-new").disabled = !on;
+}
+
+/** Make `name` the profile Assemble uses; learn from profile:get whether it has a document window. */
+async function chooseProfile(name, fetch = true) {
+  const projectId = state.projectId;
+  state.profileId = name;
+  if (state.profileInfo?.name !== name) state.profileInfo = null;
+  updateAssemble();
+  renderProfileNote();
+  if (!fetch || projectId === "") return;
+  const got = await call("profile:get", { projectId, name });
+  if (state.projectId !== projectId || state.profileId !== name) return;
+  state.profileInfo = {
+    name, resolved: got.resolved, builtIn: got.builtIn, version: got.version,
+    needsDocument: hasDocumentWindow(got.resolved),
+  };
+  state.resolved.set(name, got.resolved);
+  setDeclaredVariables(got.resolved?.variables ?? {});
+  updateAssemble();
+  renderProfileNote();
+}
+
+$("profile-id").addEventListener("change", (event) => {
+  void guarded("profile:get", () => chooseProfile(event.target.value));
+});
+
+function renderProfileNote() {
+  const info = state.profileInfo;
+  const note = $("profile-note");
+  if (info === null || info.name !== state.profileId) {
+    note.textContent = state.projectId === "" ? "" : `Profile ${state.profileId}.`;
+    delete note.dataset.window;
+    return;
+  }
+  const sections = Object.entries(info.resolved?.sections ?? {})
+    .sort(([a, x], [b, y]) => (x.order ?? 0) - (y.order ?? 0) || (a < b ? -1 : a > b ? 1 : 0))
+    .map(([id]) => id);
+  note.dataset.window = String(info.needsDocument);
+  note.replaceChildren(
+    info.resolved?.description ? el("span", { text: `${info.resolved.description} ` }) : null,
+    el("span", { text: `Sections: ${sections.join(", ") || "none"}. ` }),
+    info.needsDocument
+      ? el("span", { text: "It has a document window: pick a document, place the cursor, choose a skill." })
+      : el("b", { text: "No document window: the document, cursor and skill are not needed (not sent)." }));
+}
+
+function variableRow(name = "", value = "", spec = null) {
+  const row = el("div", { class: "var-row", dataset: { declared: spec === null ? "false" : "true" }, title: spec?.description ?? "" },
+    el("input", { class: "var-name mono", type: "text", value: name, placeholder: "name", spellcheck: "false", "aria-label": "variable name" }),
+    el("input", { class: "var-value", type: "text", value, spellcheck: "false", "aria-label": `value of ${name || "the variable"}`,
+      placeholder: spec?.default ? `default: ${spec.default}` : "value" }));
+  row.append(el("button", { type: "button", class: "small", text: "Remove", "aria-label": "remove variable",
+    onclick: () => row.remove() }));
+  return row;
+}
+
+const varName = (row) => row.querySelector(".var-name").value.trim();
+const varValue = (row) => row.querySelector(".var-value").value;
+
+/** One row per variable the profile declares (keeping values typed so far), then the user's own rows. */
+function setDeclaredVariables(declared) {
+  const rows = [...$("variables").children];
+  const typed = new Map(rows.map((row) => [varName(row), varValue(row)]));
+  const names = new Set(Object.keys(declared));
+  const own = rows.filter((row) => !names.has(varName(row)) && (row.dataset.declared !== "true" || varValue(row) !== "")
+    && (varName(row) !== "" || varValue(row) !== ""));
+  $("variables").replaceChildren(
+    ...Object.entries(declared).map(([name, spec]) => variableRow(name, typed.get(name) ?? "", spec ?? {})),
+    ...own);
+}
+
+/** The variables to send: rows with a name and a value. */
+function collectVariables() {
+  const out = {};
+  for (const row of $("variables").children) {
+    const name = varName(row);
+    const value = varValue(row);
+    if (name !== "" && value !== "") out[name] = value;
+  }
+  return out;
+}
+
+$("var-add").addEventListener("click", () => {
+  const row = variableRow();
+  $("variables").append(row);
+  row.querySelector(".var-name").focus();
+});
+
 // --- assembling --------------------------------------------------------------
 
 function currentRequest() {
-  const params = {
-    projectId: state.projectId,
-    documentId: state.documentId,
-    cursorPosition: state.cursor,
-    skillId: $("skill").value,
-  };
+  const params = { projectId: state.projectId, profileId: state.profileId };
+  if (needsDocument()) {
+    params.documentId = state.documentId;
+    params.cursorPosition = state.cursor;
+    params.skillId = $("skill").value;
+  }
   const instruction = $("instruction").value;
   if (instruction.trim() !== "") params.additionalInput = instruction;
+  const variables = collectVariables();
+  if (Object.keys(variables).length > 0) params.variables = variables;
   return params;
 }
 
@@ -483,17 +662,76 @@ function clearResults() {
   renderResult();
 }
 
+/** The result's section ids, in prompt order. */
+function sectionIds(r) {
+  return Array.isArray(r.sections) ? r.sections.map((s) => s.id) : Object.keys(r.layers);
+}
+
+/** The result's sections by id (id, role, tokens, truncated, items, steps). */
+function sectionsById(r) {
+  const byId = new Map((r.sections ?? []).map((s) => [s.id, s]));
+  for (const id of Object.keys(r.layers)) {
+    if (!byId.has(id)) byId.set(id, { id, role: "user", tokens: r.layers[id].tokens, truncated: r.layers[id].truncated, items: 0, steps: [] });
+  }
+  return byId;
+}
+
+/** A colour per section: the novel four keep theirs, any other gets the next of the palette. */
+function sectionColours(ids) {
+  const colours = new Map();
+  let next = 0;
+  for (const id of ids) colours.set(id, NAMED_COLOURS.has(id) ? null : PALETTE[next++ % PALETTE.length]);
+  return colours;
+}
+
+/** Give `node` the colour of section `id` (as the custom property --sec). */
+function tint(node, id, colours) {
+  node.classList.add("sec");
+  if (NAMED_COLOURS.has(id)) node.classList.add(`sec-${id}`);
+  else node.style.setProperty("--sec", colours.get(id) ?? PALETTE[0]);
+  return node;
+}
+
+/** The stable sections of a result (the first ones of the profile). */
+function stableIds(r) {
+  const ids = sectionIds(r);
+  const resolved = state.resolved.get(r.profileId);
+  if (resolved?.sections) return ids.filter((id) => resolved.sections[id]?.stable === true);
+  // Without the profile at hand: up to the first section whose end hash is the stable prefix's.
+  const at = ids.findIndex((id) => r.prefixHashes[id] === r.stablePrefixHash);
+  return at < 0 ? [] : ids.slice(0, at + 1);
+}
+
+/** The stable sections' texts, `[id, text]` in order: what the stable prefix is made of. */
+function stableParts(r) {
+  return stableIds(r).map((id) => [id, r.layerTexts[id] ?? ""]);
+}
+
 /** Where two stable prefixes first differ, measured like the server does. */
 function prefixDivergence(previous, current) {
-  const join = (p) => [p.rules, p.settings].filter((t) => t !== "").join(SEPARATOR);
-  const a = encoder.encode(join(previous));
-  const b = encoder.encode(join(current));
-  const n = Math.min(a.length, b.length);
+  const measure = (parts) => {
+    const texts = [];
+    const ends = new Map();
+    let offset = 0;
+    for (const [id, text] of parts) {
+      if (text !== "") {
+        if (texts.length > 0) offset += byteLength(SEPARATOR);
+        offset += byteLength(text);
+        texts.push(text);
+      }
+      ends.set(id, offset);
+    }
+    return { bytes: encoder.encode(texts.join(SEPARATOR)), ends };
+  };
+  const a = measure(previous);
+  const b = measure(current);
+  const n = Math.min(a.bytes.length, b.bytes.length);
   let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  if (i === a.length && i === b.length) return null;
-  const rulesEnd = Math.max(byteLength(previous.rules), byteLength(current.rules));
-  return { layer: i < rulesEnd ? "rules" : "settings", byteOffset: i };
+  while (i < n && a.bytes[i] === b.bytes[i]) i++;
+  if (i === a.bytes.length && i === b.bytes.length) return null;
+  const ids = [...new Set([...current.map(([id]) => id), ...previous.map(([id]) => id)])];
+  const layer = ids.find((id) => i < Math.max(a.ends.get(id) ?? 0, b.ends.get(id) ?? 0)) ?? ids[ids.length - 1] ?? "";
+  return { layer, byteOffset: i };
 }
 
 function updateSkillsFrom(err) {
@@ -518,16 +756,17 @@ async function inspect(params, action) {
 /** Run context:inspect for `params` as the new base, and re-run an active what-if. */
 async function runBase(params) {
   setBusy(1);
-  $("assemble").disabled = true;
+  state.assembling = true;
+  updateAssemble();
   try {
     const result = await inspect(params, "context:inspect");
     if (result === null || !stillShowing(params)) return;
-    const key = [params.projectId, params.documentId, params.skillId].join("\u0000");
-    const current = { hash: result.stablePrefixHash, rules: result.layerTexts.rules, settings: result.layerTexts.settings };
+    const key = [params.projectId, result.profileId, params.documentId ?? "", params.skillId ?? ""].join("\u0000");
+    const current = { hash: result.stablePrefixHash, parts: stableParts(result) };
     const previous = state.prefixes.get(key);
     state.baseCompare = previous === undefined ? null : {
       changed: previous.hash !== current.hash,
-      divergence: previous.hash === current.hash ? null : prefixDivergence(previous, current),
+      divergence: previous.hash === current.hash ? null : prefixDivergence(previous.parts, current.parts),
     };
     state.prefixes.set(key, current);
     state.base = result;
@@ -541,14 +780,15 @@ async function runBase(params) {
       renderResult();
     }
   } finally {
-    $("assemble").disabled = state.documentId === "";
+    state.assembling = false;
+    updateAssemble();
     setBusy(-1);
   }
 }
 
-/** Whether the page still shows the project and document a request was made for. */
+/** Whether the page still shows the project (and document, if any) a request was made for. */
 function stillShowing(params) {
-  return params.projectId === state.projectId && params.documentId === state.documentId;
+  return params.projectId === state.projectId && (params.documentId === undefined || params.documentId === state.documentId);
 }
 
 async function reinspect() {
@@ -558,7 +798,7 @@ async function reinspect() {
 }
 
 $("assemble").addEventListener("click", () => {
-  if (state.documentId === "") return;
+  if ($("assemble").disabled) return;
   void runBase(currentRequest());
 });
 
@@ -569,14 +809,15 @@ async function runWhatIf(total) {
   const budget = state.base.budget;
   const contextWindow = total + budget.outputReserve + budget.systemPromptTokens;
   const budgetOverride = { contextWindow };
-  // A profile may not hold a minimum above its window: lower those to the window, and say so.
-  const lowered = LAYERS.filter((l) => state.base.arithmetic.minimums[l] > contextWindow);
+  // The budget table may not hold a minimum above its window: lower those to the window, and say so.
+  const minimums = state.profile?.minimums ?? {};
+  const lowered = Object.keys(minimums).filter((l) => Math.round(minimums[l]) > contextWindow);
   if (lowered.length > 0) budgetOverride.minimums = Object.fromEntries(lowered.map((l) => [l, contextWindow]));
   $("whatif-note").textContent =
     `total ${fmt(total)} = context window ${fmt(contextWindow)} − output reserve ${fmt(budget.outputReserve)} ` +
     `− system prompt ${fmt(budget.systemPromptTokens)} (budgetOverride, not saved)` +
     (lowered.length ? `; minimums above the window lowered to it: ${lowered.map((l) =>
-      `${l} ${fmt(state.base.arithmetic.minimums[l])} → ${fmt(contextWindow)}`).join(", ")}` : "");
+      `${l} ${fmt(minimums[l])} → ${fmt(contextWindow)}`).join(", ")}` : "");
   setBusy(1);
   try {
     const request = state.baseRequest;
@@ -628,8 +869,9 @@ function renderWhatIf() {
   }
   const base = state.base;
   const what = state.whatIf.result;
+  const ids = [...new Set([...sectionIds(base), ...sectionIds(what)])];
   const rows = [
-    ...LAYERS.map((layer) => [layer, base.layers[layer].tokens, what.layers[layer].tokens]),
+    ...ids.map((id) => [id, base.layers[id]?.tokens ?? 0, what.layers[id]?.tokens ?? 0]),
     ["prompt", base.tokenCount, what.tokenCount],
     ["total budget", base.budget.total, what.budget.total],
   ];
@@ -707,54 +949,73 @@ function renderResult() {
   $("result").dataset.seq = String(state.seq);
   $("result").dataset.view = isWhatIf ? "whatif" : "base";
   if (result === null) {
-    for (const id of ["summary", "budget-bar", "budget-legend", "prefix", "warnings", "layers", "system-prompt", "prompt"]) {
+    for (const id of ["summary", "budget-bar", "budget-legend", "prefix", "warnings", "arithmetic", "layers",
+      "system-prompt", "prompt", "message-list"]) {
       $(id).replaceChildren();
     }
+    $("messages-summary").textContent = "Messages";
+    delete $("result").dataset.profile;
     return;
   }
+  const colours = sectionColours(sectionIds(result));
+  $("result").dataset.profile = result.profileId ?? "";
   renderSummary(result, isWhatIf);
-  renderBudgetBar(result);
+  renderBudgetBar(result, colours);
   renderPrefix(result, isWhatIf);
   renderWarnings(result);
-  renderLayers(result);
-  renderPrompt(result, isWhatIf);
+  renderArithmetic(result, colours);
+  renderLayers(result, colours);
+  renderPrompt(result, isWhatIf, colours);
+  renderMessages(result);
 }
 
 function renderSummary(r, isWhatIf) {
   const req = state.baseRequest;
   const times = Object.entries(r.timingsMs ?? {}).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(", ");
+  const where = req.documentId !== undefined
+    ? ` · ${req.documentId} @ ${fmt(req.cursorPosition)} · ${req.skillId}`
+    : " · no document window";
+  const variables = Object.keys(req.variables ?? {});
   $("summary").replaceChildren(el("span", {},
     isWhatIf ? el("span", { class: "badge trimmed", text: "what-if, not saved" }) : null,
     isWhatIf ? " " : null,
     el("b", { text: fmt(r.tokenCount) }), ` of `, el("b", { text: fmt(r.budget.total) }), " tokens",
-    ` · ${req.documentId} @ ${fmt(req.cursorPosition)} · ${req.skillId}`,
+    " · profile ", el("b", { id: "summary-profile", text: r.profileId ?? req.profileId }),
+    where,
+    variables.length ? ` · variables ${variables.join(", ")}` : "",
     ` · ${r.tokenizer.encoding}${r.tokenizer.exact ? "" : " (estimate)"}`,
     times ? el("span", { class: "muted", text: ` · ms: ${times}` }) : null,
   ));
 }
 
-function renderBudgetBar(r) {
+function renderBudgetBar(r, colours) {
   const b = r.budget;
-  const layerSum = LAYERS.reduce((sum, layer) => sum + r.layers[layer].tokens, 0);
+  const ids = sectionIds(r);
+  const sectionSum = ids.reduce((sum, id) => sum + r.layers[id].tokens, 0);
   const segments = [
-    ["system", b.systemPromptTokens],
-    ...LAYERS.map((layer) => [layer, r.layers[layer].tokens]),
-    ["joins", r.tokenCount - layerSum],
-    ["free", b.total - r.tokenCount],
-    ["reserve", b.outputReserve],
+    ["system", b.systemPromptTokens, false],
+    ...ids.map((id) => [id, r.layers[id].tokens, true]),
+    ["joins", r.tokenCount - sectionSum, false],
+    ["free", b.total - r.tokenCount, false],
+    ["reserve", b.outputReserve, false],
   ];
+  const name = (id, isSection) => (isSection ? id : SEGMENT_NAMES[id]);
+  const paint = (node, id, isSection) => (isSection ? tint(node, id, colours) : (node.classList.add(`seg-${id}`), node));
   const window = Math.max(1, b.contextWindow);
   const bar = $("budget-bar");
-  bar.replaceChildren(...segments.filter(([, n]) => n > 0).map(([name, n]) => {
-    const seg = el("div", { class: `seg seg-${name}`, title: `${SEGMENT_NAMES[name]}: ${fmt(n)} tokens`, dataset: { segment: name, tokens: String(n) } });
+  bar.replaceChildren(...segments.filter(([, n]) => n > 0).map(([id, n, isSection]) => {
+    const seg = paint(el("div", {
+      class: "seg", title: `${name(id, isSection)}: ${fmt(n)} tokens`,
+      dataset: { segment: id, tokens: String(n), ...(isSection ? { section: id } : {}) },
+    }), id, isSection);
     seg.style.flex = `0 0 ${(100 * n) / window}%`;
     return seg;
   }));
-  bar.setAttribute("aria-label", segments.map(([name, n]) => `${SEGMENT_NAMES[name]} ${n}`).join(", ") + ` of ${b.contextWindow}`);
+  bar.setAttribute("aria-label", segments.map(([id, n, isSection]) => `${name(id, isSection)} ${n}`).join(", ") + ` of ${b.contextWindow}`);
   $("budget-legend").replaceChildren(
-    ...segments.filter(([name, n]) => n !== 0 || name !== "joins").map(([name, n]) => el("li", { dataset: { segment: name } },
-      el("span", { class: `swatch seg-${name}` }),
-      `${SEGMENT_NAMES[name]} `, el("b", { text: fmt(n) }))),
+    ...segments.filter(([id, n]) => n !== 0 || id !== "joins").map(([id, n, isSection]) => el("li", { dataset: { segment: id } },
+      paint(el("span", { class: "swatch" }), id, isSection),
+      `${name(id, isSection)} `, el("b", { text: fmt(n) }))),
     el("li", { class: "muted", text: `= context window ${fmt(b.contextWindow)}` }),
   );
 }
@@ -773,11 +1034,11 @@ function renderPrefix(r, isWhatIf) {
       : el("span", { class: "badge neutral", text: "no earlier assembly" });
   const serverNote = r.stablePrefixUnchanged ? ""
     : r.prefixDivergence ? ` · ${divergenceText(r.prefixDivergence)}`
-      : " of this document and skill to compare with";
+      : " of this profile, document and skill to compare with";
   let local;
   if (isWhatIf) {
     const same = state.base !== null && state.base.stablePrefixHash === r.stablePrefixHash;
-    const d = same || state.base === null ? null : prefixDivergence(state.base.layerTexts, r.layerTexts);
+    const d = same || state.base === null ? null : prefixDivergence(stableParts(state.base), stableParts(r));
     local = [el("span", { class: `badge ${same ? "same" : "changed"}`, text: same ? "same as saved budget" : "differs from saved budget" }),
       d ? ` · ${divergenceText(d)}` : ""];
   } else if (state.baseCompare === null) {
@@ -786,12 +1047,14 @@ function renderPrefix(r, isWhatIf) {
     local = [el("span", { class: `badge ${state.baseCompare.changed ? "changed" : "same"}`, text: state.baseCompare.changed ? "changed" : "unchanged" }),
       state.baseCompare.divergence ? ` · ${divergenceText(state.baseCompare.divergence)}` : ""];
   }
-  const hashes = LAYERS.map((layer) => `${layer} ${r.prefixHashes[layer].slice(0, 12)}`).join(" · ");
+  const stable = stableIds(r);
+  const hashes = sectionIds(r).map((id) => `${id} ${(r.prefixHashes[id] ?? "").slice(0, 12)}`).join(" · ");
   $("prefix").replaceChildren(
     el("dt", { text: "stable prefix hash" }), el("dd", { class: "hash", id: "prefix-hash", text: r.stablePrefixHash }),
+    el("dt", { text: "stable sections" }), el("dd", { id: "prefix-sections", text: stable.length ? stable.join(", ") : "none" }),
     el("dt", { text: "since last context:assemble" }), el("dd", { id: "prefix-server" }, serverBadge, serverNote),
     el("dt", { text: isWhatIf ? "vs saved budget" : "since previous inspection" }), el("dd", { id: "prefix-local" }, ...local),
-    el("dt", { text: "hash up to end of" }), el("dd", { class: "hash muted", text: hashes }),
+    el("dt", { text: "hash up to end of" }), el("dd", { class: "hash muted", id: "prefix-hashes", text: hashes }),
   );
 }
 
@@ -809,23 +1072,82 @@ function renderWarnings(r) {
     })));
 }
 
+function stepText(s) {
+  return `${s.step} ${fmt(s.tokensBefore)} → ${fmt(s.tokensAfter)}`;
+}
+
+/** Per section, in prompt order: role, stable or not, share, minimum, used, items and the steps taken. */
+function renderArithmetic(r, colours) {
+  const a = r.arithmetic;
+  const ids = sectionIds(r);
+  const byId = sectionsById(r);
+  const stable = new Set(stableIds(r));
+  const num = (value) => (value === undefined ? "" : fmt(value));
+  const rows = ids.map((id) => {
+    const s = byId.get(id);
+    return el("tr", { dataset: { section: id, role: s.role } },
+      el("th", { scope: "row" }, tint(el("span", { class: "swatch" }), id, colours), ` ${id}`),
+      el("td", {}, el("span", { class: `badge role role-${s.role}`, text: s.role })),
+      el("td", { text: stable.has(id) ? "stable" : "" }),
+      el("td", { class: "num", text: num(a?.shares?.[id]) }),
+      el("td", { class: "num", text: num(a?.minimums?.[id]) }),
+      el("td", { class: "num", text: num(a?.used?.[id] ?? s.tokens) }),
+      el("td", { class: "num", text: fmt(s.items) }),
+      el("td", { class: "steps-cell" }, s.steps.length === 0 ? el("span", { class: "muted", text: "—" })
+        : s.steps.map((step) => el("span", { class: "step", dataset: { step: step.step }, text: stepText(step) }))));
+  });
+  const used = ids.reduce((sum, id) => sum + (a?.used?.[id] ?? byId.get(id).tokens), 0);
+  const table = el("table", { class: "data", id: "arithmetic-table" },
+    el("thead", {}, el("tr", {},
+      el("th", { scope: "col", text: "section" }), el("th", { scope: "col", text: "role" }),
+      el("th", { scope: "col", text: "prefix" }), el("th", { class: "num", scope: "col", text: "share" }),
+      el("th", { class: "num", scope: "col", text: "minimum" }), el("th", { class: "num", scope: "col", text: "used" }),
+      el("th", { class: "num", scope: "col", text: "items" }), el("th", { scope: "col", text: "reduction steps" }))),
+    el("tbody", {}, rows),
+    el("tfoot", {}, el("tr", {},
+      el("th", { scope: "row", colspan: "3", text: "total budget · used" }),
+      el("td", { class: "num", title: "the total budget", text: fmt(a?.total ?? r.budget.total) }), el("td"),
+      el("td", { class: "num", title: "tokens the sections use", text: fmt(used) }), el("td"), el("td"))));
+  const reductions = r.reductions ?? [];
+  $("arithmetic").replaceChildren(
+    el("h3", { text: `Budget arithmetic · profile ${r.profileId ?? ""} · ${ids.length} sections` }),
+    el("div", { class: "table-wrap" }, table),
+    reductions.length === 0
+      ? el("p", { class: "none", id: "reductions-none", text: "No reduction steps were needed." })
+      : el("details", { class: "reductions" },
+        el("summary", { text: `Reduction steps in the order taken (${reductions.length})` }),
+        el("ol", { id: "reduction-list" }, reductions.map((s) => el("li", { dataset: { section: s.section, step: s.step } },
+          el("span", { class: "mono", text: s.section }), ` ${stepText(s)}`)))),
+  );
+}
+
 function keyText(c) {
   const value = Number.isInteger(c.key) ? String(c.key) : c.key.toFixed(3).replace(/0+$/, "").replace(/\.$/, "");
   return `${c.keyName} ${value}`;
 }
 
-function renderLayers(r) {
+function renderLayers(r, colours) {
   const a = r.arithmetic;
-  const sections = LAYERS.map((layer) => {
+  const byId = sectionsById(r);
+  const ids = sectionIds(r);
+  const sections = ids.map((layer) => {
     const info = r.layers[layer];
+    const section = byId.get(layer);
     const items = r.candidates.filter((c) => c.layer === layer);
     const head = el("div", { class: "layer-head" },
-      el("span", { class: `swatch seg-${layer}` }),
+      tint(el("span", { class: "swatch" }), layer, colours),
       el("h3", { text: layer[0].toUpperCase() + layer.slice(1) }),
+      el("span", { class: `badge role role-${section.role}`, title: "the role this section speaks in", text: section.role }),
       el("span", { class: "muted", text: `${fmt(info.tokens)} tokens · share ${fmt(a.shares[layer])} · minimum ${fmt(a.minimums[layer])}` +
-        (layer === "retrieved" ? ` · ${info.chunks} chunks` : "") }),
+        ` · ${fmt(section.items)} items` + ("chunks" in info ? ` · ${info.chunks} chunks` : "") }),
       info.truncated ? el("span", { class: "badge trimmed", text: "truncated" }) : null);
-    if (items.length === 0) return el("section", { class: "layer", dataset: { layer } }, head, el("p", { class: "none", text: "No candidates." }));
+    const steps = section.steps.length === 0 ? null : el("p", { class: "layer-steps", dataset: { section: layer } },
+      el("span", { class: "muted", text: "reduction steps: " }),
+      section.steps.map((s) => el("span", { class: "step", dataset: { step: s.step }, text: stepText(s) })));
+    if (items.length === 0) {
+      return el("section", { class: "layer", dataset: { layer, role: section.role } }, head, steps,
+        el("p", { class: "none", text: "No candidates." }));
+    }
     const table = el("table", { class: "data layer-table", dataset: { layer } },
       el("thead", {}, el("tr", {},
         el("th", { scope: "col", text: "source" }),
@@ -849,27 +1171,33 @@ function renderLayers(r) {
           el("td", { class: "mono", dataset: { label: "reason" }, text: c.reason ?? "" }),
           el("td", { class: "num", dataset: { label: "kept" }, text: fmt(c.keptTokens) }));
       })));
-    return el("section", { class: "layer", dataset: { layer } }, head, el("div", { class: "table-wrap" }, table));
+    return el("section", { class: "layer", dataset: { layer, role: section.role } }, head, steps,
+      el("div", { class: "table-wrap" }, table));
   });
   $("layers").replaceChildren(...sections);
 }
 
-function renderPrompt(r, isWhatIf) {
+function renderPrompt(r, isWhatIf, colours) {
   $("system-prompt").replaceChildren(
     el("div", { class: "prompt-tag" }, el("span", { text: `system prompt · ${fmt(r.budget.systemPromptTokens)} tokens · sent beside the prompt` })),
     el("pre", { class: "prompt-text", text: r.systemPrompt }));
-  const texts = LAYERS.map((layer) => [layer, r.layerTexts[layer]]).filter(([, text]) => text !== "");
+  const byId = sectionsById(r);
+  const texts = sectionIds(r).map((id) => [id, r.layerTexts[id] ?? ""]).filter(([, text]) => text !== "");
   const joined = texts.map(([, text]) => text).join(SEPARATOR);
   const box = $("prompt");
   if (joined !== r.prompt) {
-    box.replaceChildren(el("p", { class: "none", text: "The layer texts do not join to the prompt; showing the prompt as sent." }),
+    box.replaceChildren(el("p", { class: "none", text: "The section texts do not join to the prompt; showing the prompt as sent." }),
       el("pre", { class: "prompt-text", text: r.prompt }));
     return;
   }
   const divergence = isWhatIf
-    ? (state.base && state.base.stablePrefixHash !== r.stablePrefixHash ? prefixDivergence(state.base.layerTexts, r.layerTexts) : null)
+    ? (state.base && state.base.stablePrefixHash !== r.stablePrefixHash ? prefixDivergence(stableParts(state.base), stableParts(r)) : null)
     : (state.baseCompare?.divergence ?? r.prefixDivergence ?? null);
-  const blocks = [];
+  const stable = new Set(stableIds(r));
+  const lastStable = texts.reduce((last, [id], index) => (stable.has(id) ? index : last), -1);
+  const boundary = (bytes) => el("p", { class: "boundary",
+    text: `▲ end of the stable prefix (${fmt(bytes)} bytes, hash ${r.stablePrefixHash.slice(0, 16)}…)` });
+  const blocks = lastStable < 0 ? [boundary(0)] : [];
   let offset = 0;
   for (const [index, [layer, text]] of texts.entries()) {
     if (index > 0) offset += byteLength(SEPARATOR);
@@ -883,32 +1211,51 @@ function renderPrompt(r, isWhatIf) {
     } else {
       pre.textContent = text;
     }
-    blocks.push(el("div", { class: `prompt-block layer-${layer}`, dataset: { layer } },
+    const role = byId.get(layer)?.role ?? "";
+    blocks.push(tint(el("div", { class: "prompt-block", dataset: { layer, role } },
       el("div", { class: "prompt-tag" },
-        el("span", { text: `${layer} · ${fmt(r.layers[layer].tokens)} tokens · bytes ${fmt(start)}–${fmt(offset)}` }),
-        el("span", { class: "hash", text: `hash to here ${r.prefixHashes[layer].slice(0, 16)}…` })),
-      pre));
-    if (layer === "settings" || (layer === "rules" && !texts.some(([l]) => l === "settings"))) {
-      blocks.push(el("p", { class: "boundary", text: `▲ end of the stable prefix (${fmt(offset)} bytes, hash ${r.stablePrefixHash.slice(0, 16)}…)` }));
-    }
+        el("span", { text: `${layer} · ${role} · ${fmt(r.layers[layer].tokens)} tokens · bytes ${fmt(start)}–${fmt(offset)}` }),
+        el("span", { class: "hash", text: `hash to here ${(r.prefixHashes[layer] ?? "").slice(0, 16)}…` })),
+      pre), layer, colours));
+    if (index === lastStable) blocks.push(boundary(offset));
   }
   box.replaceChildren(...blocks);
+}
+
+function renderMessages(r) {
+  const messages = r.messages ?? [];
+  const roles = [...new Set(messages.map((m) => m.role))];
+  $("messages-summary").textContent = `Messages (${messages.length}${roles.length ? `: ${messages.map((m) => m.role).join(", ")}` : ""})`;
+  $("message-list").replaceChildren(...(messages.length === 0
+    ? [el("p", { class: "none", text: "No messages." })]
+    : messages.map((m, index) => el("div", { class: `message role-${m.role}`, dataset: { role: m.role, index: String(index) } },
+      el("div", { class: "prompt-tag" },
+        el("span", { class: `badge role role-${m.role}`, text: m.role }),
+        el("span", { text: `message ${index + 1} · ${fmt(m.content.length)} chars` })),
+      el("pre", { class: "prompt-text", text: m.content })))));
 }
 
 // --- budget profile ----------------------------------------------------------
 
 const budgetRows = $("budget-rows");
-budgetRows.replaceChildren(...LAYERS.map((layer) => el("tr", {},
-  el("th", { scope: "row" }, el("span", { class: `swatch seg-${layer}` }), ` ${layer}`),
-  el("td", {}, el("input", { id: `b-ratio-${layer}`, type: "number", min: "0", max: "1", step: "0.01", disabled: true, "aria-label": `${layer} ratio` })),
-  el("td", {}, el("input", { id: `b-min-${layer}`, type: "number", min: "0", step: "1", disabled: true, "aria-label": `${layer} minimum` }))))
-);
+
+/** One row per section the budget table has (the keys of its ratios), built from the profile itself. */
+function buildBudgetRows(keys) {
+  if (keys.length === state.budgetKeys.length && keys.every((k, i) => k === state.budgetKeys[i])) return;
+  state.budgetKeys = keys;
+  const colours = sectionColours(keys);
+  budgetRows.replaceChildren(...keys.map((key) => el("tr", {},
+    el("th", { scope: "row" }, tint(el("span", { class: "swatch" }), key, colours), ` ${key}`),
+    el("td", {}, el("input", { id: `b-ratio-${key}`, type: "number", min: "0", max: "1", step: "0.01", disabled: true, "aria-label": `${key} ratio` })),
+    el("td", {}, el("input", { id: `b-min-${key}`, type: "number", min: "0", step: "1", disabled: true, "aria-label": `${key} minimum` })))));
+}
 
 function budgetInputs() {
-  return [$("b-contextWindow"), $("b-outputReserve"), ...LAYERS.flatMap((l) => [$(`b-ratio-${l}`), $(`b-min-${l}`)])];
+  return [$("b-contextWindow"), $("b-outputReserve"), ...state.budgetKeys.flatMap((l) => [$(`b-ratio-${l}`), $(`b-min-${l}`)])];
 }
 
 function fillBudgetForm(profile) {
+  if (profile !== null) buildBudgetRows(Object.keys(profile.ratios));
   for (const input of budgetInputs()) input.disabled = profile === null;
   $("budget-save").disabled = profile === null;
   $("budget-conflict").hidden = true;
@@ -922,7 +1269,7 @@ function fillBudgetForm(profile) {
   }
   $("b-contextWindow").value = String(profile.contextWindow);
   $("b-outputReserve").value = String(profile.outputReserve);
-  for (const layer of LAYERS) {
+  for (const layer of state.budgetKeys) {
     $(`b-ratio-${layer}`).value = String(profile.ratios[layer]);
     $(`b-min-${layer}`).value = String(Math.round(profile.minimums[layer]));
   }
@@ -936,8 +1283,8 @@ function readBudgetForm() {
   return {
     contextWindow: int("b-contextWindow"),
     outputReserve: int("b-outputReserve"),
-    ratios: Object.fromEntries(LAYERS.map((l) => [l, Number($(`b-ratio-${l}`).value)])),
-    minimums: Object.fromEntries(LAYERS.map((l) => [l, int(`b-min-${l}`)])),
+    ratios: Object.fromEntries(state.budgetKeys.map((l) => [l, Number($(`b-ratio-${l}`).value)])),
+    minimums: Object.fromEntries(state.budgetKeys.map((l) => [l, int(`b-min-${l}`)])),
   };
 }
 
@@ -946,11 +1293,12 @@ function readBudgetForm() {
  * patch. Ratios travel together (they must sum to 1), minimums one by one.
  */
 function budgetPatch(base, form) {
+  const keys = state.budgetKeys;
   const patch = {};
   if (form.contextWindow !== base.contextWindow) patch.contextWindow = form.contextWindow;
   if (form.outputReserve !== base.outputReserve) patch.outputReserve = form.outputReserve;
-  if (LAYERS.some((l) => form.ratios[l] !== base.ratios[l])) patch.ratios = { ...form.ratios };
-  const minimums = Object.fromEntries(LAYERS.filter((l) => form.minimums[l] !== Math.round(base.minimums[l])).map((l) => [l, form.minimums[l]]));
+  if (keys.some((l) => form.ratios[l] !== base.ratios[l])) patch.ratios = { ...form.ratios };
+  const minimums = Object.fromEntries(keys.filter((l) => form.minimums[l] !== Math.round(base.minimums[l])).map((l) => [l, form.minimums[l]]));
   if (Object.keys(minimums).length > 0) patch.minimums = minimums;
   return patch;
 }
@@ -970,15 +1318,15 @@ function flatBudget(p) {
   const flat = {};
   if (p.contextWindow !== undefined) flat.contextWindow = p.contextWindow;
   if (p.outputReserve !== undefined) flat.outputReserve = p.outputReserve;
-  for (const l of LAYERS) if (p.ratios?.[l] !== undefined) flat[`ratios.${l}`] = p.ratios[l];
-  for (const l of LAYERS) if (p.minimums?.[l] !== undefined) flat[`minimums.${l}`] = Math.round(p.minimums[l]);
+  for (const l of Object.keys(p.ratios ?? {})) flat[`ratios.${l}`] = p.ratios[l];
+  for (const l of Object.keys(p.minimums ?? {})) flat[`minimums.${l}`] = Math.round(p.minimums[l]);
   return flat;
 }
 
 function updateRatioSum() {
   const cell = $("ratio-sum");
-  const values = LAYERS.map((l) => $(`b-ratio-${l}`).value);
-  if (values.some((v) => v === "")) {
+  const values = state.budgetKeys.map((l) => $(`b-ratio-${l}`).value);
+  if (values.length === 0 || values.some((v) => v === "")) {
     cell.textContent = "";
     return;
   }
@@ -1098,6 +1446,406 @@ function showConflict(patch, base, latest) {
   $("budget-version").textContent = `version ${base.version} (now ${latest.version} on the server)`;
   $("budget-status").textContent = "Not saved: version conflict.";
 }
+
+
+// --- profile editor ----------------------------------------------------------
+
+const editorText = $("pe-json");
+const NEW_PROFILE = {
+  schema: "strata.profile/1",
+  name: "my-profile",
+  description: "A profile of this project.",
+  variables: { topic: { description: "what the conversation is about", default: "the story" } },
+  sections: {
+    persona: { order: 10, role: "system", stable: true, content: ["You help the writer with ${topic}."] },
+    question: { order: 20, role: "user", source: "instruction" },
+  },
+};
+
+function setEditorEnabled() {
+  const on = isConnected() && state.projectId !== "";
+  const open = on && state.editor !== null;
+  const builtIn = open && state.editor.builtIn;
+  editorText.disabled = !open;
+  editorText.readOnly = builtIn;
+  $("pe-validate").disabled = !open;
+  $("pe-save").disabled = !open || builtIn;
+  $("pe-delete").disabled = !open || builtIn || state.editor.version === null;
+  $("pe-copy-name").disabled = !open;
+  $("pe-copy").disabled = !open;
+  resetDelete();
+}
+
+/** Show `opened` ({name, profile, version, builtIn}; name and version null for a new one) in the editor. */
+function openInEditor(opened) {
+  state.editor = opened === null ? null
+    : { name: opened.name, version: opened.version ?? null, builtIn: Boolean(opened.builtIn) };
+  state.editorConflict = null;
+  editorText.value = opened === null ? "" : JSON.stringify(opened.profile, null, 2);
+  editorText.scrollTop = 0;
+  $("pe-conflict").hidden = true;
+  $("pe-conflict").replaceChildren();
+  $("pe-result").replaceChildren();
+  $("pe-status").textContent = "";
+  const version = $("pe-version");
+  const note = $("pe-note");
+  if (opened === null) {
+    version.textContent = "";
+    version.dataset.version = "";
+    note.textContent = "Open a profile of the project, or a built-in one (read-only: save a copy under a new name).";
+    note.className = "muted";
+  } else if (state.editor.builtIn) {
+    version.textContent = `${opened.name} · built-in`;
+    version.dataset.version = "";
+    note.textContent = `${opened.name} is built in and read-only: save a copy under a new name to change it.`;
+    note.className = "note read-only";
+  } else if (state.editor.version === null) {
+    version.textContent = "new";
+    version.dataset.version = "";
+    note.textContent = "A new profile: Save creates it under the name in the JSON.";
+    note.className = "muted";
+  } else {
+    version.textContent = `${opened.name} · version ${state.editor.version}`;
+    version.dataset.version = String(state.editor.version);
+    note.textContent = `The project's profile ${opened.name}. Save sends the version it was opened at.`;
+    note.className = "muted";
+  }
+  editorText.dataset.name = state.editor?.name ?? "";
+  setEditorEnabled();
+}
+
+async function openProfile(name) {
+  const projectId = state.projectId;
+  const got = await call("profile:get", { projectId, name });
+  if (state.projectId !== projectId) return;
+  openInEditor({ name, profile: got.profile, version: got.builtIn ? null : got.version, builtIn: got.builtIn });
+  $("pe-status").textContent = `Opened ${name}.`;
+}
+
+$("pe-open").addEventListener("click", () => {
+  const name = $("pe-name").value;
+  if (name !== "") void guarded("profile:get", () => openProfile(name));
+});
+
+$("pe-new").addEventListener("click", () => {
+  openInEditor({ name: null, version: null, builtIn: false, profile: NEW_PROFILE });
+});
+
+/** The editor's JSON as an object, or null (reported, with the place selected) if it is not one. */
+function parseEditor() {
+  const text = editorText.value;
+  try {
+    const value = JSON.parse(text);
+    if (value === null || typeof value !== "object" || Array.isArray(value)) throw new SyntaxError("a profile is a JSON object");
+    return value;
+  } catch (err) {
+    report("profile JSON", new Error(`The profile is not a JSON object: ${err.message}`));
+    const at = /position (\d+)/.exec(err.message);
+    if (at) selectRange(Number(at[1]), Number(at[1]) + 1);
+    return null;
+  }
+}
+
+/**
+ * Where each value of a JSON text is: JSON pointer segments (as a JSON array string) ->
+ * {start (of its key, if any), end, keyEnd}. Stops quietly at the first syntax error.
+ */
+function locateJson(text) {
+  const spans = new Map();
+  let i = 0;
+  const fail = () => {
+    throw new SyntaxError(`JSON syntax at ${i}`);
+  };
+  const ws = () => {
+    while (i < text.length && (text[i] === " " || text[i] === "\n" || text[i] === "\r" || text[i] === "\t")) i++;
+  };
+  const string = () => {
+    if (text[i] !== "\"") fail();
+    const start = i++;
+    while (i < text.length && text[i] !== "\"") i += text[i] === "\\" ? 2 : 1;
+    if (i >= text.length) fail();
+    i++;
+    return JSON.parse(text.slice(start, i));
+  };
+  const value = (path, keyStart, keyEnd) => {
+    ws();
+    const start = i;
+    if (text[i] === "{" || text[i] === "[") {
+      const array = text[i] === "[";
+      i++;
+      ws();
+      if (text[i] === (array ? "]" : "}")) i++;
+      else {
+        for (let n = 0; ; n++) {
+          ws();
+          if (array) value([...path, String(n)]);
+          else {
+            const ks = i;
+            const key = string();
+            const ke = i;
+            ws();
+            if (text[i] !== ":") fail();
+            i++;
+            value([...path, key], ks, ke);
+          }
+          ws();
+          if (text[i] === ",") i++;
+          else if (text[i] === (array ? "]" : "}")) {
+            i++;
+            break;
+          } else fail();
+        }
+      }
+    } else if (text[i] === "\"") {
+      string();
+    } else {
+      const token = /^(?:-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)/.exec(text.slice(i, i + 64));
+      if (token === null) fail();
+      i += token[0].length;
+    }
+    spans.set(JSON.stringify(path), { start: keyStart ?? start, end: i, keyEnd: keyEnd ?? i });
+  };
+  try {
+    value([]);
+  } catch {
+    // keep the places found before the error
+  }
+  return spans;
+}
+
+/** A JSON pointer's segments ("/sections/a~1b/0" -> ["sections", "a/b", "0"]). */
+function pointerSegments(pointer) {
+  if (pointer === "" || pointer === "/") return [];
+  return pointer.replace(/^\//, "").split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
+}
+
+function selectRange(start, end) {
+  editorText.focus();
+  editorText.setSelectionRange(start, end);
+  const line = editorText.value.slice(0, start).split("\n").length - 1;
+  const height = parseFloat(getComputedStyle(editorText).lineHeight) || 18;
+  editorText.scrollTop = Math.max(0, line * height - editorText.clientHeight / 3);
+  editorText.scrollLeft = 0;
+}
+
+/**
+ * Select the place a problem's path names in the JSON text: the key and value it points at,
+ * or, when that is missing (a required field, a bad key), the key of the nearest parent.
+ */
+function selectPointer(pointer) {
+  const spans = locateJson(editorText.value);
+  let segments = pointerSegments(pointer);
+  let exact = true;
+  while (segments.length > 0 && !spans.has(JSON.stringify(segments))) {
+    segments = segments.slice(0, -1);
+    exact = false;
+  }
+  const span = spans.get(JSON.stringify(segments));
+  if (span === undefined) return false;
+  const whole = exact || segments.length === 0;
+  selectRange(span.start, whole ? span.end : span.keyEnd);
+  editorText.dataset.selected = pointer;
+  editorText.dataset.exact = String(exact);
+  return true;
+}
+
+/** List problems ({path, message}) under `heading`; clicking one selects its place in the text. */
+function showProblems(heading, problems) {
+  const list = el("ol", { id: "pe-problems", class: "problems" }, problems.map((p) => {
+    const item = el("li", { dataset: { path: p.path ?? "" } });
+    item.append(el("button", {
+      type: "button", class: "problem", title: "select this place in the JSON",
+      onclick: () => {
+        for (const other of list.children) other.removeAttribute("aria-current");
+        item.setAttribute("aria-current", "true");
+        if (!selectPointer(p.path ?? "")) $("pe-status").textContent = `${p.path} is not in the text.`;
+      },
+    }, el("code", { class: "path", text: p.path || "/" }), " ", el("span", { text: p.message }),
+    p.profile ? el("span", { class: "muted", text: ` (in profile ${p.profile})` }) : null));
+    return item;
+  }));
+  $("pe-result").replaceChildren(el("h3", { class: "bad-head", text: heading }), list);
+}
+
+$("pe-validate").addEventListener("click", () => {
+  const profile = parseEditor();
+  if (profile === null) return;
+  void guarded("profile:validate", async () => {
+    const result = await call("profile:validate", { profile, projectId: state.projectId });
+    if (result.valid) {
+      const sections = Object.keys(result.resolved?.sections ?? {});
+      $("pe-result").replaceChildren(el("p", { class: "valid", id: "pe-valid" },
+        el("span", { class: "badge same", text: "valid" }),
+        ` ${sections.length} section${sections.length === 1 ? "" : "s"}: ${sections.join(", ")}` +
+        (hasDocumentWindow(result.resolved) ? " · has a document window" : " · no document window")));
+      $("pe-status").textContent = "Valid.";
+    } else {
+      showProblems(`${result.problems.length} problem${result.problems.length === 1 ? "" : "s"} (click one to select it)`, result.problems);
+      $("pe-status").textContent = "Not valid.";
+    }
+  });
+});
+
+/** After a save or a delete: the lists, the chosen profile, and the inspection if it used `name`. */
+async function afterProfileChange(name) {
+  await guarded("profile:list", () => loadProfiles(state.profileId));
+  if (state.baseRequest !== null && state.baseRequest.profileId === name && state.profileId === name) await reinspect();
+}
+
+/**
+ * Save the editor's JSON as `name`: an update of `version`, or a new profile when it is null.
+ * PROFILE_INVALID lists the problems; PROFILE_CONFLICT saves nothing and shows both versions.
+ */
+async function saveProfile(name, profile, version, action = "profile:put") {
+  const projectId = state.projectId;
+  const params = { projectId, name, profile };
+  if (version !== null) params.version = version;
+  setBusy(1);
+  try {
+    const saved = await call("profile:put", params);
+    if (state.projectId !== projectId) return;
+    if (saved?.resolved) state.resolved.set(name, saved.resolved);
+    else state.resolved.delete(name);
+    const savedVersion = typeof saved?.version === "number" ? saved.version
+      : (await call("profile:get", { projectId, name })).version;
+    const text = editorText.value;
+    openInEditor({ name, profile, version: savedVersion, builtIn: false });
+    if (version !== null) editorText.value = text; // keep the writer's own layout of an update
+    $("pe-name").value = name;
+    $("pe-status").textContent = `Saved ${name} as version ${savedVersion}.`;
+    await afterProfileChange(name);
+    if ([...$("pe-name").options].some((o) => o.value === name)) $("pe-name").value = name;
+  } catch (err) {
+    report(action, err);
+    if (!(err instanceof StrataRpcError)) return;
+    if (err.dataCode === "PROFILE_INVALID") {
+      const problems = Array.isArray(err.data?.problems) ? err.data.problems : [];
+      showProblems(`Not saved: ${problems.length} problem${problems.length === 1 ? "" : "s"} (PROFILE_INVALID)`, problems);
+      $("pe-status").textContent = "Not saved: PROFILE_INVALID.";
+    } else if (err.dataCode === "PROFILE_CONFLICT" && version !== null) {
+      const latest = await guarded("profile:get", () => call("profile:get", { projectId, name }));
+      if (latest !== undefined && state.projectId === projectId) showProfileConflict(name, profile, version, latest);
+      else $("pe-status").textContent = "Not saved: PROFILE_CONFLICT.";
+    } else {
+      $("pe-status").textContent = `Not saved: ${err.dataCode ?? err.code}.`;
+    }
+  } finally {
+    setBusy(-1);
+  }
+}
+
+$("pe-save").addEventListener("click", () => {
+  if (state.editor === null || state.editor.builtIn) return;
+  const profile = parseEditor();
+  if (profile === null) return;
+  const name = state.editor.name ?? (typeof profile.name === "string" ? profile.name : "");
+  if (name === "") {
+    report("profile:put", new Error("The profile needs a name (its \"name\" field)."));
+    return;
+  }
+  void saveProfile(name, profile, state.editor.version);
+});
+
+$("pe-copy").addEventListener("click", () => {
+  if (state.editor === null) return;
+  const name = $("pe-copy-name").value.trim();
+  if (name === "") {
+    report("save as copy", new Error("Type the name of the copy first."));
+    $("pe-copy-name").focus();
+    return;
+  }
+  const profile = parseEditor();
+  if (profile === null) return;
+  const copy = { ...profile, name };
+  openInEditor({ name: null, version: null, builtIn: false, profile: copy });
+  void saveProfile(name, copy, null, "profile:put (copy)").then(() => {
+    if (state.editor?.name === name) $("pe-copy-name").value = "";
+  });
+});
+
+/** Lines of `text` not among the lines of `other`, marked; the rest plain. */
+function markedLines(text, other) {
+  const theirs = new Set(other.split("\n"));
+  return text.split("\n").flatMap((line, index) => {
+    const node = theirs.has(line) ? line : el("mark", { class: "diffline", text: line });
+    return index === 0 ? [node] : ["\n", node];
+  });
+}
+
+function showProfileConflict(name, mine, baseVersion, latest) {
+  state.editorConflict = { name, mine, baseVersion, latest };
+  const yours = JSON.stringify(mine, null, 2);
+  const theirs = JSON.stringify(latest.profile, null, 2);
+  const box = $("pe-conflict");
+  box.replaceChildren(
+    el("p", {}, el("b", { text: "Version conflict: nothing was saved. " }),
+      `You edited version ${baseVersion} of ${name}; another client has since saved version ${latest.version}. ` +
+      "Lines that differ are marked."),
+    el("div", { class: "versions" },
+      el("figure", {}, el("figcaption", { text: `yours (edited from v${baseVersion})` }),
+        el("pre", { class: "json", id: "pe-conflict-mine" }, markedLines(yours, theirs))),
+      el("figure", {}, el("figcaption", { text: `now v${latest.version} on the server` }),
+        el("pre", { class: "json", id: "pe-conflict-theirs" }, markedLines(theirs, yours)))),
+    el("div", { class: "row" },
+      el("button", {
+        id: "pe-reapply", type: "button", class: "primary", text: `Save mine over v${latest.version}`,
+        onclick: () => {
+          const profile = parseEditor();
+          if (profile !== null) void saveProfile(name, profile, latest.version);
+        },
+      }),
+      el("button", {
+        id: "pe-discard", type: "button", text: `Discard mine, load v${latest.version}`,
+        onclick: () => {
+          openInEditor({ name, profile: latest.profile, version: latest.version, builtIn: latest.builtIn });
+          $("pe-status").textContent = `Loaded version ${latest.version}.`;
+        },
+      })),
+  );
+  box.hidden = false;
+  for (const pre of box.querySelectorAll("pre.json")) {
+    const mark = pre.querySelector("mark.diffline");
+    if (mark !== null) pre.scrollTop = Math.max(0, mark.offsetTop - pre.offsetTop - 36);
+  }
+  $("pe-version").textContent = `${name} · version ${baseVersion} (now ${latest.version} on the server)`;
+  $("pe-status").textContent = "Not saved: version conflict.";
+}
+
+function resetDelete() {
+  const button = $("pe-delete");
+  delete button.dataset.confirm;
+  button.textContent = "Delete";
+}
+
+$("pe-delete").addEventListener("blur", resetDelete);
+
+$("pe-delete").addEventListener("click", () => {
+  const editor = state.editor;
+  if (editor === null || editor.builtIn || editor.version === null) return;
+  const button = $("pe-delete");
+  if (button.dataset.confirm !== "true") {
+    button.dataset.confirm = "true";
+    button.textContent = `Really delete ${editor.name} v${editor.version}?`;
+    return;
+  }
+  resetDelete();
+  const projectId = state.projectId;
+  void guarded("profile:delete", async () => {
+    try {
+      await call("profile:delete", { projectId, name: editor.name, version: editor.version });
+    } catch (err) {
+      if (err instanceof StrataRpcError && err.dataCode === "PROFILE_CONFLICT") {
+        $("pe-status").textContent = `Not deleted: another client saved version ${err.data?.currentVersion ?? "?"}; open it again.`;
+      }
+      throw err;
+    }
+    if (state.projectId !== projectId) return;
+    state.resolved.delete(editor.name);
+    openInEditor(null);
+    $("pe-status").textContent = `Deleted ${editor.name}.`;
+    await afterProfileChange(editor.name);
+  });
+});
 
 // --- constraints -------------------------------------------------------------
 

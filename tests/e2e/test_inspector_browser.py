@@ -465,6 +465,350 @@ async def test_narrow_window_stacks_without_horizontal_scrolling(inspector: Insp
     await page.screenshot(path=str(OUTPUT / "inspector-420.png"))
     await page.evaluate("document.querySelector('#results').scrollIntoView()")
     await page.screenshot(path=str(OUTPUT / "inspector-420-results.png"))
+    await open_in_editor(inspector, "novel")
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 420
+    await page.locator("#h-editor").scroll_into_view_if_needed()
+    await page.screenshot(path=str(OUTPUT / "inspector-420-editor.png"))
+
+
+# --- profiles -------------------------------------------------------------------------------
+
+# Three sections in two roles and no document window: a persona and the project's constraints
+# speak as the system (stable), the caller's question as the user. The constraints have a cap
+# small enough that a reduction step must run.
+TUTOR: dict[str, Any] = {
+    "schema": "strata.profile/1",
+    "name": "tutor",
+    "description": "A tutor on the project: persona, canon and a question.",
+    "variables": {
+        "topic": {"description": "what the tutoring is about", "default": "the story"},
+        "question": {"description": "the reader's question"},
+    },
+    "sections": {
+        "persona": {"order": 10, "stable": True, "role": "system",
+                    "content": ["You are a patient tutor on ${topic}. Answer from the canon only."]},
+        "canon": {"order": 20, "stable": True, "role": "system", "source": "constraints",
+                  "format": {"header": "[Canon]", "list": "numbered"},
+                  "budget": {"ratio": 0.2, "max": 40},
+                  "reduce": [{"id": "shed", "step": "drop_lowest", "target": "cap", "floor": "none"}]},
+        "question": {"order": 30, "role": "user", "source": "request.question"},
+    },
+}
+
+
+async def choose_project(ins: Inspector) -> None:
+    """Choose this test's project (no document) and wait until its profiles are listed."""
+    page = ins.page
+    await page.wait_for_selector(f"#project option[value='{ins.project_id}']", state="attached")
+    await page.select_option("#project", ins.project_id)
+    await page.wait_for_selector("#profile-id option[value='novel']", state="attached")
+    await idle(page)
+
+
+async def choose_profile(ins: Inspector, name: str) -> None:
+    page = ins.page
+    await page.wait_for_selector(f"#profile-id option[value='{name}']", state="attached")
+    await page.select_option("#profile-id", name)
+    await page.wait_for_selector("#profile-note[data-window]", state="attached")
+    await idle(page)
+
+
+async def set_editor(page: Page, text: str) -> None:
+    await page.fill("#pe-json", text)
+
+
+async def editor_selection(page: Page) -> str:
+    """The text selected in the profile editor."""
+    return str(await page.evaluate(
+        "(() => { const t = document.querySelector('#pe-json');"
+        " return t.value.slice(t.selectionStart, t.selectionEnd); })()"))
+
+
+async def problems(page: Page) -> list[dict[str, str]]:
+    return list(await page.evaluate(
+        "[...document.querySelectorAll('#pe-problems li')]"
+        ".map((li) => ({path: li.dataset.path, text: li.textContent}))"))
+
+
+async def open_in_editor(ins: Inspector, name: str) -> None:
+    page = ins.page
+    await page.wait_for_selector(f"#pe-name option[value='{name}']", state="attached")
+    await page.select_option("#pe-name", name)
+    await page.click("#pe-open")
+    await page.wait_for_function(
+        "(n) => document.querySelector('#pe-json').dataset.name === n", arg=name)
+    await idle(page)
+
+
+async def test_novel_profile_is_the_default_and_shows_its_four_sections(inspector: Inspector) -> None:
+    """Without a choice the picker says novel: it needs the document, and the result shows
+    the four sections in order, each in the user role, with the arithmetic table, the hashes
+    of each section end, the prompt blocks and one system and one user message."""
+    page = inspector.page
+    await open_page(inspector)
+    await pick(inspector)
+    assert await page.input_value("#profile-id") == "novel"
+    assert await page.get_attribute("#profile-note", "data-window") == "true"
+    assert await page.is_hidden("#doc-optional")
+    await assemble(inspector)
+    expected = await inspect_directly(inspector, {
+        "documentId": CHAPTER, "cursorPosition": len(ZH_CHAPTERS[CHAPTER]), "skillId": "continue"})
+    four = ["rules", "settings", "retrieved", "immediate"]
+    assert [s["id"] for s in expected["sections"]] == four
+    layers = await page.evaluate(
+        "[...document.querySelectorAll('#layers section.layer')].map((s) => [s.dataset.layer, s.dataset.role])")
+    assert layers == [[layer, "user"] for layer in four]
+    arithmetic = await page.evaluate(
+        """[...document.querySelectorAll('#arithmetic-table tbody tr')]
+            .map((tr) => [tr.dataset.section, [...tr.cells].map((c) => c.textContent)])""")
+    assert [row[0] for row in arithmetic] == four
+    for section, cells in arithmetic:
+        assert cells[3] == f"{round(expected['arithmetic']['shares'][section]):,}"
+        assert cells[5] == f"{round(expected['arithmetic']['used'][section]):,}"
+    assert [row[1][2] for row in arithmetic] == ["stable", "stable", "", ""]
+    hashes = await page.text_content("#prefix-hashes") or ""
+    for section in four:
+        assert f"{section} {expected['prefixHashes'][section][:12]}" in hashes
+    assert await page.text_content("#summary-profile") == "novel"
+    # The novel four keep their colours from the stylesheet.
+    colours = await page.evaluate(
+        """Object.fromEntries([...document.querySelectorAll('#budget-bar .seg[data-section]')]
+            .map((s) => [s.dataset.section, getComputedStyle(s).backgroundColor]))""")
+    assert colours == {"rules": "rgb(63, 91, 216)", "settings": "rgb(21, 149, 163)",
+                       "retrieved": "rgb(217, 138, 0)", "immediate": "rgb(46, 155, 77)"}
+    messages = await page.evaluate(
+        "[...document.querySelectorAll('#message-list .message')]"
+        ".map((m) => [m.dataset.role, m.querySelector('pre').textContent])")
+    assert messages == [[m["role"], m["content"]] for m in expected["messages"]]
+    assert [m[0] for m in messages] == ["system", "user"]
+
+
+async def test_project_profile_without_a_document_window(inspector: Inspector) -> None:
+    """A project profile of three sections in two roles and no document window assembles with
+    no document picked: the page shows exactly its sections (bar, arithmetic, candidates, prompt),
+    their roles, the reduction step taken and the two messages, as the server computes them;
+    its declared variables are offered as rows and sent."""
+    page, rpc, project = inspector.page, inspector.rpc, inspector.project_id
+    saved = await rpc.call("profile:put", {"projectId": project, "name": "tutor", "profile": TUTOR})
+    assert saved["version"] == 1
+    await open_page(inspector)
+    await choose_project(inspector)
+    assert await page.is_disabled("#assemble"), "novel needs a document"
+    await choose_profile(inspector, "tutor")
+    assert await page.get_attribute("#profile-note", "data-window") == "false"
+    assert await page.is_visible("#doc-optional")
+    assert await page.is_enabled("#assemble")
+    assert await page.is_disabled("#skill")
+    names = await page.evaluate(
+        "[...document.querySelectorAll('#variables .var-row')].map((r) => r.querySelector('.var-name').value)")
+    assert names == ["topic", "question"]
+    question = "林远为什么不离开灯塔？"
+    await page.fill("#variables .var-row:nth-child(2) .var-value", question)
+    await page.fill("#variables .var-row:nth-child(1) .var-value", "灯塔")
+    await assemble(inspector)
+
+    variables = {"topic": "灯塔", "question": question}
+    expected = await inspect_directly(inspector, {"profileId": "tutor", "variables": variables})
+    ids = ["persona", "canon", "question"]
+    assert expected["profileId"] == "tutor"
+    assert [s["id"] for s in expected["sections"]] == ids
+    assert await page.text_content("#summary-profile") == "tutor"
+    assert "no document window" in (await page.text_content("#summary") or "")
+    assert await page.text_content("#prefix-hash") == expected["stablePrefixHash"]
+
+    layers = await page.evaluate(
+        "[...document.querySelectorAll('#layers section.layer')].map((s) => [s.dataset.layer, s.dataset.role])")
+    assert layers == [["persona", "system"], ["canon", "system"], ["question", "user"]]
+    segments = await page.evaluate(
+        "[...document.querySelectorAll('#budget-bar .seg[data-section]')].map((s) => s.dataset.section)")
+    assert segments == [s["id"] for s in expected["sections"] if s["tokens"] > 0]
+    assert await page.evaluate(
+        "[...document.querySelectorAll('#arithmetic-table tbody tr')].map((tr) => tr.dataset.section)") == ids
+    assert await page.evaluate(
+        "[...document.querySelectorAll('#arithmetic-table tbody tr')].map((tr) => tr.dataset.role)") == [
+        "system", "system", "user"]
+    assert (await page.text_content("#prefix-sections") or "") == "persona, canon"
+    # Sections outside the novel four get distinct colours of their own.
+    colours = await page.evaluate(
+        "[...document.querySelectorAll('#arithmetic-table tbody tr .swatch')]"
+        ".map((s) => getComputedStyle(s).backgroundColor)")
+    assert len(set(colours)) == 3
+
+    steps = {s["id"]: s["steps"] for s in expected["sections"]}
+    assert [st["step"] for st in steps["canon"]] == ["shed"]
+    shown_steps = await page.evaluate(
+        """Object.fromEntries([...document.querySelectorAll('#arithmetic-table tbody tr')]
+            .map((tr) => [tr.dataset.section, [...tr.querySelectorAll('.step')].map((s) => s.dataset.step)]))""")
+    assert shown_steps == {section: [st["step"] for st in taken] for section, taken in steps.items()}
+    canon_step = steps["canon"][0]
+    assert (f"shed {canon_step['tokensBefore']:,} → {canon_step['tokensAfter']:,}"
+            in (await page.text_content(".layer-steps[data-section='canon']") or ""))
+    canon = await rows(page, "canon")
+    assert {r["id"]: r["fate"] for r in canon} == {
+        c["id"]: c["fate"] for c in expected["candidates"] if c["layer"] == "canon"}
+    assert "dropped" in {r["fate"] for r in canon}
+
+    blocks = await page.evaluate(
+        "[...document.querySelectorAll('#prompt .prompt-block')].map((b) => [b.dataset.layer, b.dataset.role])")
+    assert blocks == [["persona", "system"], ["canon", "system"], ["question", "user"]]
+    assert "\n\n".join([await prompt_text(page, layer) for layer in ids]) == expected["prompt"]
+    boundary = await page.evaluate(
+        "document.querySelector('#prompt .boundary').previousElementSibling.dataset.layer")
+    assert boundary == "canon"
+    assert await prompt_text(page, "question") == question
+    assert "You are a patient tutor on 灯塔." in await prompt_text(page, "persona")
+
+    await page.click("#messages-summary")
+    messages = await page.evaluate(
+        "[...document.querySelectorAll('#message-list .message')]"
+        ".map((m) => [m.dataset.role, m.querySelector('pre').textContent])")
+    assert messages == [[m["role"], m["content"]] for m in expected["messages"]]
+    assert [m[0] for m in messages] == ["system", "user"]
+    assert messages[1][1] == question
+    assert await page.is_visible("#message-list .message[data-role='user']")
+    await page.screenshot(path=str(OUTPUT / "inspector-profile-tutor.png"), full_page=True)
+    assert await error_codes(page) == []
+
+
+async def test_profile_editor_lists_problems_at_their_paths(inspector: Inspector) -> None:
+    """Validate lists every PROFILE_INVALID problem with its JSON pointer; clicking one selects
+    that place in the JSON text (the key and its value, or the nearest parent's key when the
+    pointer names something missing). Save of an invalid profile shows PROFILE_INVALID with its
+    problems and saves nothing."""
+    page, rpc, project = inspector.page, inspector.rpc, inspector.project_id
+    await rpc.call("profile:put", {"projectId": project, "name": "tutor", "profile": TUTOR})
+    await open_page(inspector)
+    await choose_project(inspector)
+    await open_in_editor(inspector, "tutor")
+    assert await page.get_attribute("#pe-version", "data-version") == "1"
+    text = await page.input_value("#pe-json")
+    assert '"name": "tutor"' in text
+
+    broken = text.replace('"ratio": 0.2', '"ratio": 2').replace('"order": 30,', '"order": "last",')
+    await set_editor(page, broken)
+    await page.click("#pe-validate")
+    await page.wait_for_selector("#pe-problems li")
+    await idle(page)
+    found = {p["path"]: p["text"] for p in await problems(page)}
+    assert set(found) == {"/sections/canon/budget/ratio", "/sections/question/order"}, found
+    assert "less than or equal to 1" in found["/sections/canon/budget/ratio"]
+    await page.click("#pe-problems li[data-path='/sections/canon/budget/ratio'] button")
+    assert await editor_selection(page) == '"ratio": 2'
+    assert await page.evaluate("document.activeElement.id") == "pe-json"
+    await page.click("#pe-problems li[data-path='/sections/question/order'] button")
+    assert await editor_selection(page) == '"order": "last"'
+
+    # Schema-valid but unresolvable: an unknown source, a step of a part it does not have.
+    unresolvable = text.replace('"source": "request.question"', '"source": "nowhere"')
+    await set_editor(page, unresolvable)
+    await page.click("#pe-save")
+    await page.wait_for_selector("#error-list li[data-code='PROFILE_INVALID']")
+    await page.wait_for_selector("#pe-problems li")
+    await idle(page)
+    assert "PROFILE_INVALID" in (await page.text_content("#pe-status") or "")
+    found = {p["path"]: p["text"] for p in await problems(page)}
+    assert "/sections/question/source" in found, found
+    await page.click("#pe-problems li[data-path='/sections/question/source'] button")
+    assert await editor_selection(page) == '"source": "nowhere"'
+    stored = await rpc.call("profile:get", {"projectId": project, "name": "tutor"})
+    assert stored["version"] == 1
+    assert stored["profile"]["sections"]["question"]["source"] == "request.question"
+
+    # A pointer to something the text lacks selects the nearest parent's key.
+    await set_editor(page, text.replace('"order": 10,', ""))
+    await page.click("#pe-validate")
+    await page.wait_for_selector("#pe-problems li[data-path='/sections/persona/order']")
+    await idle(page)
+    await page.click("#pe-problems li[data-path='/sections/persona/order'] button")
+    assert await editor_selection(page) == '"persona"'
+    OUTPUT.mkdir(exist_ok=True)
+    await page.locator("#pe-result").screenshot(path=str(OUTPUT / "inspector-profile-problems.png"))
+
+    # And a valid one says so.
+    await set_editor(page, text)
+    await page.click("#pe-validate")
+    await page.wait_for_selector("#pe-valid")
+    assert "no document window" in (await page.text_content("#pe-valid") or "")
+
+
+async def test_profile_save_conflict_shows_both_and_saves_nothing_until_reapplied(inspector: Inspector) -> None:
+    """The editor saves with the version it opened; when another client saved in between, it
+    shows PROFILE_CONFLICT, both versions (the lines that differ marked) and saves nothing;
+    "Save mine" then saves the page's text over the newer version."""
+    page, rpc, project = inspector.page, inspector.rpc, inspector.project_id
+    await rpc.call("profile:put", {"projectId": project, "name": "tutor", "profile": TUTOR})
+    await open_page(inspector)
+    await choose_project(inspector)
+    await open_in_editor(inspector, "tutor")
+    text = await page.input_value("#pe-json")
+
+    theirs = {**TUTOR, "description": "Changed by another client."}
+    await rpc.call("profile:put", {"projectId": project, "name": "tutor", "profile": theirs, "version": 1})
+    mine = text.replace("A tutor on the project: persona, canon and a question.", "Edited in the inspector.")
+    await set_editor(page, mine)
+    await page.click("#pe-save")
+    await page.wait_for_selector("#pe-conflict:not([hidden])")
+    await idle(page)
+    assert "PROFILE_CONFLICT" in await error_codes(page)
+    error = await page.text_content("#error-list li[data-code='PROFILE_CONFLICT']") or ""
+    assert '"currentVersion": 2' in error
+    assert "Edited in the inspector." in (await page.text_content("#pe-conflict-mine") or "")
+    assert "Changed by another client." in (await page.text_content("#pe-conflict-theirs") or "")
+    marked = await page.evaluate(
+        "[...document.querySelectorAll('#pe-conflict-theirs mark.diffline')].map((m) => m.textContent)")
+    assert marked == ['  "description": "Changed by another client.",']
+    stored = await rpc.call("profile:get", {"projectId": project, "name": "tutor"})
+    assert (stored["version"], stored["profile"]["description"]) == (2, "Changed by another client.")
+    await page.locator("#pe-conflict").screenshot(path=str(OUTPUT / "inspector-profile-conflict.png"))
+
+    await page.click("#pe-reapply")
+    await page.wait_for_selector("#pe-version[data-version='3']")
+    await idle(page)
+    assert await page.is_hidden("#pe-conflict")
+    stored = await rpc.call("profile:get", {"projectId": project, "name": "tutor"})
+    assert (stored["version"], stored["profile"]["description"]) == (3, "Edited in the inspector.")
+    assert await page.input_value("#pe-json") == mine
+
+
+async def test_built_in_profile_is_read_only_and_saves_as_a_copy(inspector: Inspector) -> None:
+    """A built-in opens read-only (no Save, no Delete); saving a copy under the built-in's own
+    name shows PROFILE_READ_ONLY; under a new name it is created as the project's version 1,
+    listed in the picker, editable, and can be deleted again."""
+    page, rpc, project = inspector.page, inspector.rpc, inspector.project_id
+    await open_page(inspector)
+    await choose_project(inspector)
+    await open_in_editor(inspector, "novel")
+    assert await page.get_attribute("#pe-json", "readonly") is not None
+    assert await page.is_disabled("#pe-save")
+    assert await page.is_disabled("#pe-delete")
+    assert "read-only" in (await page.text_content("#pe-note") or "")
+    assert '"name": "novel"' in await page.input_value("#pe-json")
+
+    await page.fill("#pe-copy-name", "novel")
+    await page.click("#pe-copy")
+    await page.wait_for_selector("#error-list li[data-code='PROFILE_READ_ONLY']")
+    await idle(page)
+
+    await page.fill("#pe-copy-name", "my-novel")
+    await page.click("#pe-copy")
+    await page.wait_for_selector("#pe-version[data-version='1']")
+    await idle(page)
+    stored = await rpc.call("profile:get", {"projectId": project, "name": "my-novel"})
+    assert (stored["version"], stored["builtIn"], stored["profile"]["name"]) == (1, False, "my-novel")
+    assert await page.get_attribute("#pe-json", "readonly") is None
+    assert await page.is_enabled("#pe-save")
+    assert await page.input_value("#pe-name") == "my-novel"
+    assert await page.locator("#profile-id option[value='my-novel']").count() == 1
+
+    await page.click("#pe-delete")
+    assert "Really delete my-novel v1?" in (await page.text_content("#pe-delete") or "")
+    await page.click("#pe-delete")
+    await page.wait_for_selector("#profile-id:not(:has(option[value='my-novel']))", state="attached")
+    await idle(page)
+    listed = await rpc.call("profile:list", {"projectId": project})
+    assert "my-novel" not in {p["name"] for p in listed["profiles"]}
+    assert "Deleted my-novel" in (await page.text_content("#pe-status") or "")
+    assert set(await error_codes(page)) == {"PROFILE_READ_ONLY"}
 
 
 async def _http_get(port: int, path: str, host: str | None = None) -> tuple[int, dict[str, str], bytes]:
