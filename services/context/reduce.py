@@ -60,6 +60,7 @@ class State:
     reductions: list[Reduction] = field(default_factory=list)
     trimmed_items: dict[int, str] = field(default_factory=dict)  # id(item) -> reason its text was cut
     window_cut: bool = False
+    cues: dict[str, str] = field(default_factory=dict)  # section id -> the cue that replaced it
 
     @classmethod
     def start(
@@ -103,6 +104,9 @@ class State:
 
     def text(self, section_id: str, items: Sequence[Item] | None = None) -> str:
         section = self.section(section_id)
+        cue = self.cues.get(section_id)
+        if cue is not None:  # the section stands replaced by its cue, in its first part's format
+            return wrap(section.parts[0], cue, self.request.language) if section.parts else ""
         return render_section(
             section,
             self.kept[section_id] if items is None else items,
@@ -117,6 +121,7 @@ class State:
     def has_content(self, section_id: str) -> bool:
         return (
             bool(self.kept[section_id])
+            or section_id in self.cues
             or self.has_window(section_id)
             or any(self.texts.get((section_id, p.id)) for p in self.section(section_id).parts)
         )
@@ -341,12 +346,14 @@ def summary_cue(state: State, section_id: str, step: StepPlan) -> bool:
     cue = localize(step.cue, state.request.language)
     if cue:
         had = state.has_content(section_id)
-        state.drop(section_id, list(state.kept[section_id]), step.reason)
+        state.drop(section_id, list(state.kept[section_id]),
+                   step.reason if step.reason != "budget" else "summary_cue")
         for key in _text_keys(state, section_id, None):
             state.texts[key] = ""
-        first_text = _text_keys(state, section_id, None)
-        if first_text:
-            state.texts[first_text[0]] = cue
+        if state.has_window(section_id):
+            state.before = state.after = ""
+            state.window_cut = True
+        state.cues[section_id] = cue
         state.truncated.add(section_id)
         return had
     limit = step.chars or 400
@@ -385,6 +392,7 @@ def drop_section(state: State, section_id: str, step: StepPlan) -> bool:
     if state.has_window(section_id):
         state.before = state.after = ""
         state.window_cut = True
+    state.cues.pop(section_id, None)
     state.truncated.add(section_id)
     return had
 

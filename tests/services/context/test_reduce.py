@@ -303,6 +303,19 @@ def test_summary_cue_with_a_cue_replaces_the_section_by_it() -> None:
     assert state.reductions == [Reduction("history", "summary_cue", full, size(state, "history"))]
 
 
+def test_summary_cue_needs_no_text_part_and_names_its_reason() -> None:
+    """A section of items alone is replaced by its cue too (not emptied), in its first part's
+    format, and the items it replaced are reported as gone for the summary cue."""
+    cue = step("history", "summary_cue", cue={"en": "(Earlier turns omitted.)"})
+    only_items = plan(section("history", part("turns")), trim=[cue],
+                      last_resort=["history"])
+    result = run(only_items, _turns(), total=20)
+    assert result.prompt == "(Earlier turns omitted.)"
+    assert {(r.id, r.reason) for r in result.reports if r.fate == "dropped"} == {
+        (f"turn:{k}", "summary_cue") for k in range(1, 5)}
+    assert [(r.section, r.step) for r in result.reductions] == [("history", "summary_cue")]
+
+
 def test_summary_cue_with_chars_shortens_long_texts_with_an_ellipsis() -> None:
     """With ``chars``, each text longer than it is cut (on a sentence end if one is in it) to fit
     ``chars`` with a closing ellipsis; shorter texts stay as they are."""
