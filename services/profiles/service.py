@@ -126,12 +126,7 @@ class ProfileService:
         """Save the project's profile ``name``: create it (``version`` None) or replace it if it is
         still at ``version``. Refused unless it and every profile extending it resolve."""
         self._writable(name)
-        text = store.encode(document, self._max_bytes)
-        problems = _own_problems(document, name)
-        if problems:
-            raise ProfileInvalid(problems=problems)
-        view = await asyncio.to_thread(self._snapshots.write, _TABLE, project_id,
-                                       lambda: self._put(project_id, name, text, version))
+        text, view = await asyncio.to_thread(self._save, project_id, name, document, version)
         _log.info("profile.saved", project_id=project_id, name=name, version=view.version, bytes=len(text))
         return view
 
@@ -203,6 +198,16 @@ class ProfileService:
                               "message": f"profile {child!r} extends this one and would become invalid: "
                                          f"{p['path'] or '/'}: {p['message']}"} for p in exc.problems]
         return resolved, problems
+
+    def _save(self, project_id: str, name: str, document: Mapping[str, Any],
+              version: int | None) -> tuple[str, ProfileView]:
+        # The checks of the document alone come first: they need no database.
+        text = store.encode(document, self._max_bytes)
+        problems = _own_problems(document, name)
+        if problems:
+            raise ProfileInvalid(problems=problems)
+        view = self._snapshots.write(_TABLE, project_id, lambda: self._put(project_id, name, text, version))
+        return text, view
 
     def _put(self, project_id: str, name: str, text: str, version: int | None) -> ProfileView:
         with self._db.session() as session:
