@@ -31,6 +31,7 @@ from main.version import NAME, VERSION
 from services.assembly.profiles import BudgetProfiles
 from services.assembly.service import Collaborators, ContextService
 from services.caches import SourceCaches
+from services.context.memo import ProjectMemos
 from services.knowledge import ConstraintService, KgService
 from services.memory import EpisodicMemoryService, SemanticMemoryService
 from services.profiles.plans import BuiltInPlans
@@ -71,6 +72,8 @@ class Services:
     retrieval: Retrieval
     # Bounded, per project: what the source providers keep of each record between assemblies.
     caches: SourceCaches = field(default_factory=SourceCaches)
+    # Bounded, per project: the engine's memo of normalized texts and id order.
+    memos: ProjectMemos = field(default_factory=ProjectMemos)
     closers: list[Callable[[], None]] = field(default_factory=list)
 
     async def aclose(self) -> None:
@@ -159,7 +162,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
         ),
         tokenizers=TokenizerRegistry(config.tokenizer_encoding),
         plans=assembly_profiles,
-    ))
+    ), memos=services.memos)
     register_context(registry, context, profiles)
     return registry
 
