@@ -16,6 +16,7 @@ from ipc.errors import (
     InputTooLarge,
     InspectForbidden,
     InvalidParams,
+    ProfileInvalid,
     ProfileNotFound,
     ProjectNotFound,
     ScopeViolation,
@@ -31,7 +32,7 @@ from services.context.models import LAYER_ORDER, BudgetProfile, Layer, LayerResu
 from services.profiles.plans import DEFAULT_PROFILE_NAME
 
 _ASSEMBLE_ERRORS = (ProjectNotFound, DocumentNotFound, SkillNotFound, InvalidParams, InputTooLarge,
-                    ScopeViolation, Backpressure, ProfileNotFound)
+                    ScopeViolation, Backpressure, ProfileNotFound, ProfileInvalid)
 
 
 MAX_VARIABLES = 64

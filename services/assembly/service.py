@@ -168,7 +168,8 @@ class ContextService:
         ctx = GatherContext(project_id=request.project_id, document_id=request.document_id or "",
                             language=language, skill=skill or NO_SKILL, window=window,
                             additional_input=request.additional_input, counter=counter,
-                            cursor_features=prepared.cursor_features, placement=_placement(plan))
+                            cursor_features=prepared.cursor_features, placement=_placement(plan),
+                            variables=request.variables)
         gathered, gather_warnings = await self._gather(ctx, plan)
         items = (*self._settings_items(settings, request.project_id, counter, ctx), *gathered)
         variables = {**_published(request, settings, language), **request.variables}

@@ -79,12 +79,12 @@ def _chain(document: ProfileDocument, lookup: Lookup) -> list[ProfileDocument]:
             raise Invalid([{"path": "/extends", "message": f"extends is deeper than {MAX_DEPTH} profiles"}])
         raw = lookup(parent_name)
         if raw is None:
-            raise Invalid([{"path": "/extends", "message": f"no profile named {parent_name!r} to extend"}])
+            raise Invalid([{"path": "/extends", "message": "no profile of this name to extend"}])
         try:
             chain.append(parse(raw))
         except Invalid:
             raise Invalid(
-                [{"path": "/extends", "message": f"the parent profile {parent_name!r} is invalid"}]
+                [{"path": "/extends", "message": "the parent profile is invalid"}]
             ) from None
         names.append(parent_name)
     return list(reversed(chain))
@@ -171,7 +171,7 @@ class _Builder:
             if raw in self.facts and raw not in self.variables:
                 self.used_facts.add(raw)
             elif raw != "always" and raw not in self.variables:
-                self.problem(at, f"unknown condition {raw!r}: not a declared variable or a fact of a source")
+                self.problem(at, "unknown condition: not a declared variable or a fact of a source")
             return raw
         ((op, arg),) = raw.items()
         if op == "not":
@@ -182,9 +182,9 @@ class _Builder:
         for name in PLACEHOLDER.findall(text):
             head = name.split(".", 1)[0]
             if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.]{0,95}", name):
-                self.problem(at, f"${{{name}}} is not a valid placeholder")
+                self.problem(at, "a ${...} placeholder with an invalid name")
             elif name not in self.variables and not ("." in name and head in self.catalog.namespaces):
-                self.problem(at, f"unknown variable {name!r}: declare it under variables")
+                self.problem(at, "a ${...} placeholder names an unknown variable: declare it under variables")
 
     def lines(self, raw: list[Any] | None, at: str) -> tuple[Line, ...]:
         out = []
@@ -198,7 +198,7 @@ class _Builder:
         source = raw.get("source") or LITERAL
         info = self.catalog.info(source)
         if info is None:
-            self.problem(at + "/source", f"unknown source {source!r}")
+            self.problem(at + "/source", "unknown source")
             return None
         if raw.get("content") is not None and source != LITERAL:
             self.problem(at + "/content", "content lines belong to a literal source")
@@ -234,11 +234,11 @@ class _Builder:
             step_id = step.get("id", step["step"])
             if any(s.id == step_id for s in out):
                 self.problem(
-                    f"{at}/{n}/id", f"two steps of this section are called {step_id!r}: give each an id"
+                    f"{at}/{n}/id", "two steps of this section have the same id: give each its own"
                 )
             for k, part in enumerate(step.get("parts") or []):
                 if part not in ids:
-                    self.problem(f"{at}/{n}/parts/{k}", f"no part {part!r} in this section")
+                    self.problem(f"{at}/{n}/parts/{k}", "no part of this id in this section")
             if step["step"] == "summary_cue" and not step.get("cue") and not step.get("chars"):
                 self.problem(f"{at}/{n}", "summary_cue needs a cue or chars")
             out.append(
@@ -305,9 +305,8 @@ class _Builder:
                 if sid not in sections:
                     continue  # excluded by a child, or named ahead of a child's own section
                 if sid in listed:
-                    self.problem(
-                        _pointer("roles", role, "sections", n), f"{sid!r} is already in role {listed[sid]}"
-                    )
+                    self.problem(_pointer("roles", role, "sections", n),
+                                 f"this section is already in role {listed[sid]}")
                 listed[sid] = role
         return {**roles, **listed}
 
@@ -321,7 +320,7 @@ class _Builder:
             if order is None:
                 self.problem(_pointer("sections", sid, "order"), "every section needs an order")
             elif order in orders:
-                self.problem(_pointer("sections", sid, "order"), f"the same order as {orders[order]!r}")
+                self.problem(_pointer("sections", sid, "order"), "the same order as another section")
             else:
                 orders[order] = sid
         sections = tuple(self.section(sid, raw, roles[sid]) for sid, raw in ordered)
@@ -347,7 +346,7 @@ class _Builder:
             if s.stable and seen_volatile is not None:
                 self.problem(
                     _pointer("sections", s.id, "stable"),
-                    f"stable sections come first; {seen_volatile!r} comes before and is not stable",
+                    "stable sections come first: a section before this one is not stable",
                 )
             if not s.stable and seen_volatile is None:
                 seen_volatile = s.id
@@ -356,8 +355,7 @@ class _Builder:
                     if p.source in sources:
                         self.problem(
                             _pointer("sections", s.id),
-                            f"source {p.source!r} already fills "
-                            f"{sources[p.source]!r}: a source fills one part",
+                            "its source already fills another section's part: a source fills one part",
                         )
                     sources[p.source] = s.id
 
@@ -369,9 +367,9 @@ class _Builder:
         out = []
         for n, name in enumerate(raw):
             if name not in steps:
-                self.problem(_pointer("trim", n), f"no reduction step {name!r} (section:step id)")
+                self.problem(_pointer("trim", n), "no reduction step of this name (section:step id)")
             elif steps[name] in out:
-                self.problem(_pointer("trim", n), f"{name!r} is listed twice")
+                self.problem(_pointer("trim", n), "this step is listed twice")
             else:
                 out.append(steps[name])
         return tuple(out)
@@ -382,7 +380,7 @@ class _Builder:
         if raw is not None:
             for n, sid in enumerate(raw):
                 if sid not in ids:
-                    self.problem(_pointer("lastResort", n), f"no section {sid!r}")
+                    self.problem(_pointer("lastResort", n), "no section of this id")
             return tuple(sid for sid in raw if sid in ids)
         first = list(dict.fromkeys(s.section for s in trim if s.target == "fit"))
         rest = [s.id for s in reversed(sections) if s.id not in first and not s.never]

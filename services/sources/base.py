@@ -41,6 +41,8 @@ class GatherContext:
     # Source name -> (section id, part id) of the plan being assembled; a source not in it is not
     # wanted, and its provider gathers nothing for it.
     placement: Mapping[str, tuple[str, str]] = field(default_factory=lambda: NOVEL_PLACEMENT)
+    # The caller's variables (context:assemble ``variables``), for sources a request steers.
+    variables: Mapping[str, str] = field(default_factory=dict)
 
     def place(self, source: str) -> tuple[str, str] | None:
         """Where ``source``'s items go in this assembly, or None if nowhere."""

@@ -71,16 +71,16 @@ async def test_put_get_validate_delete_round_trip(project: Project) -> None:
 
 
 INVALID = {
-    "unknown source": (profile("p", {"a": {"order": 1, "source": "tarot"}}), "/sections/a/source", "tarot"),
+    "unknown source": (profile("p", {"a": {"order": 1, "source": "tarot"}}), "/sections/a/source", "unknown source"),
     "unknown variable": (profile("p", {"a": {"order": 1, "content": ["Mood: ${mood}"]}}),
-                         "/sections/a/content/0", "mood"),
-    "missing parent": (profile("p", extends="nowhere"), "/extends", "nowhere"),
+                         "/sections/a/content/0", "unknown variable"),
+    "missing parent": (profile("p", extends="nowhere"), "/extends", "no profile"),
     "ratios above 1": (profile("p", {"a": {"order": 1, "content": ["a"], "budget": {"ratio": 0.6}},
                                      "b": {"order": 2, "content": ["b"], "budget": {"ratio": 0.6}}}),
                        "/sections", "above 1"),
     "duplicate order": (profile("p", {"a": {"order": 5, "content": ["a"]},
                                       "b": {"order": 5, "content": ["b"]}}),
-                        "/sections/b/order", "'a'"),
+                        "/sections/b/order", "same order"),
     "never with a reduction step": (profile("p", {"a": {"order": 1, "content": ["a"], "never": True,
                                                         "reduce": [{"step": "trim_chars", "chars": 10}]}}),
                                     "/sections/a/reduce", "never"),

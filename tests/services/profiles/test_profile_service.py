@@ -183,7 +183,7 @@ async def test_a_save_that_breaks_a_descendant_is_refused(service: ProfileServic
         await service.put(project.id, "base", tone_base(variables={}), version=1)
     problems = raised.value.fields["problems"]
     assert sorted({p["profile"] for p in problems}) == ["child", "grandchild"]
-    assert all(p["path"] == "" and "unknown variable 'tone'" in p["message"] for p in problems)
+    assert all(p["path"] == "" and "unknown variable" in p["message"] for p in problems)
     assert (await service.get(project.id, "base")).version == 1
     assert (await service.plan(project.id, "grandchild")).variables == {"tone": "calm"}
 
