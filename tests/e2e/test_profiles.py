@@ -71,7 +71,8 @@ async def test_put_get_validate_delete_round_trip(project: Project) -> None:
 
 
 INVALID = {
-    "unknown source": (profile("p", {"a": {"order": 1, "source": "tarot"}}), "/sections/a/source", "unknown source"),
+    "unknown source": (profile("p", {"a": {"order": 1, "source": "tarot"}}), "/sections/a/source",
+                       "unknown source"),
     "unknown variable": (profile("p", {"a": {"order": 1, "content": ["Mood: ${mood}"]}}),
                          "/sections/a/content/0", "unknown variable"),
     "missing parent": (profile("p", extends="nowhere"), "/extends", "no profile"),
