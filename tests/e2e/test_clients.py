@@ -23,7 +23,6 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from tests.support.client import RpcClient
 from tests.support.handshake import hang_up, raw_handshake
-from tests.support.process import ServerProcess, start_server
+from tests.support.process import ServerProcess
 from tests.support.scenarios import SKILLS, Project, log_events, zh_chapter, zh_names, zh_sentence
 
 MAX_CONNECTIONS = 32  # the server's default
@@ -50,25 +49,6 @@ def heavy_instruction(words: int = 20_000) -> str:
 
 def percentile(ordered: list[float], q: float) -> float:
     return ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1]
-
-
-@pytest.fixture(scope="module")
-def proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    running = start_server(tmp_path_factory.mktemp("clients") / "data")
-    try:
-        yield running
-    finally:
-        running.terminate()
-        running.kill()
-
-
-@pytest.fixture
-async def rpc(proc: ServerProcess) -> AsyncIterator[RpcClient]:
-    client = await RpcClient.open(proc.url, proc.token)
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 async def heavy_project(rpc: RpcClient, folder: Path, documents: int = 1) -> tuple[Project, list[str], int]:

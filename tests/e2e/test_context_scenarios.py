@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.client import RpcClient
+from tests.support.client import RpcClient, connected
 from tests.support.process import ServerProcess, start_server
 from tests.support.scenarios import (
     CONSTRAINTS_HEADER,
@@ -52,34 +52,14 @@ SetFaults = Callable[[list[str]], Awaitable[None]]
 RESULT_FIELDS = {"prompt", "tokenCount", "stablePrefixHash", "stablePrefixUnchanged", "layers", "warnings"}
 
 
-@pytest.fixture(scope="module")
-def proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    running = start_server(tmp_path_factory.mktemp("context-scenarios") / "data", "--debug")
-    try:
-        yield running
-    finally:
-        running.terminate()
-        running.kill()
-
-
-@pytest.fixture
-async def rpc(proc: ServerProcess) -> AsyncIterator[RpcClient]:
-    """A renderer's connection (the client token)."""
-    client = await RpcClient.open(proc.url, proc.token)
-    try:
-        yield client
-    finally:
-        await client.close()
+pytestmark = pytest.mark.server_flags("--debug")
 
 
 @pytest.fixture
 async def inspector(proc: ServerProcess) -> AsyncIterator[RpcClient]:
     """The debug inspector's connection (may call context:inspect and debug:faults:set)."""
-    client = await RpcClient.open(proc.url, str(proc.ready["inspectorToken"]))
-    try:
+    async with connected(proc.url, str(proc.ready["inspectorToken"])) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture

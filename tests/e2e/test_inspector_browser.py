@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +24,9 @@ from playwright.async_api import ConsoleMessage, Page
 from scripts.sample_data import ZH_CHAPTERS, seed
 from tests.support.browser import chromium
 from tests.support.client import RpcClient
-from tests.support.process import ServerProcess, start_server
+from tests.support.process import ServerProcess, serving
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.server_flags("--debug")]
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "test-output"
@@ -55,41 +55,27 @@ class Inspector:
         return str(self.server.ready["inspectorToken"])
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    running = start_server(tmp_path_factory.mktemp("inspector") / "data", "--debug")
-    try:
-        yield running
-    finally:
-        running.terminate()
-        running.kill()
-
-
 @pytest.fixture
-async def inspector(server: ServerProcess, tmp_path: Path,
+async def inspector(proc: ServerProcess, rpc: RpcClient, tmp_path: Path,
                     request: pytest.FixtureRequest) -> AsyncIterator[Inspector]:
-    rpc = await RpcClient.open(server.url, server.token)
     folder = tmp_path / "灯塔"
     project_id = await seed(rpc.call, folder, "zh")
     await rpc.call("document:write", {"projectId": project_id, "documentId": ASTRAL_DOC, "text": ASTRAL_TEXT})
-    try:
-        async with chromium() as browser:
-            page = await browser.new_page(viewport={"width": 1280, "height": 800})
-            page.set_default_timeout(15_000)
-            ins = Inspector(page=page, server=server, project_id=project_id, rpc=rpc)
-            page.on("pageerror", lambda exc: ins.errors.append(f"pageerror: {exc}"))
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1280, "height": 800})
+        page.set_default_timeout(15_000)
+        ins = Inspector(page=page, server=proc, project_id=project_id, rpc=rpc)
+        page.on("pageerror", lambda exc: ins.errors.append(f"pageerror: {exc}"))
 
-            def console(message: ConsoleMessage) -> None:
-                if message.type == "error":
-                    ins.errors.append(f"console: {message.text}")
+        def console(message: ConsoleMessage) -> None:
+            if message.type == "error":
+                ins.errors.append(f"console: {message.text}")
 
-            page.on("console", console)
-            yield ins
-            OUTPUT.mkdir(exist_ok=True)
-            await page.screenshot(path=str(OUTPUT / f"inspector-{request.node.name}.png"))
-            await page.close()
-    finally:
-        await rpc.close()
+        page.on("console", console)
+        yield ins
+        OUTPUT.mkdir(exist_ok=True)
+        await page.screenshot(path=str(OUTPUT / f"inspector-{request.node.name}.png"))
+        await page.close()
     assert ins.errors == [], "errors in the page"
 
 
@@ -830,11 +816,11 @@ async def _http_get(port: int, path: str, host: str | None = None) -> tuple[int,
     return int(lines[0].split()[1]), headers, body
 
 
-async def test_page_is_served_in_debug_mode_with_strict_headers(server: ServerProcess) -> None:
+async def test_page_is_served_in_debug_mode_with_strict_headers(proc: ServerProcess) -> None:
     """In debug mode the page and its three assets load without a token, never cached, with
     nosniff and a CSP that only allows loopback websockets; /inspector redirects to the
     folder, unknown or escaping names are 404, and a foreign Host is 403 (DNS rebinding)."""
-    port = server.port
+    port = proc.port
     status, headers, body = await _http_get(port, "/inspector")
     assert (status, headers["location"]) == (308, "/inspector/")
     for path, name, kind in [("/inspector/", "inspector.html", "text/html"),
@@ -860,10 +846,6 @@ async def test_page_is_served_in_debug_mode_with_strict_headers(server: ServerPr
 
 async def test_page_is_404_without_debug(tmp_path: Path) -> None:
     """Outside debug mode the server has no inspector page at all."""
-    running = start_server(tmp_path / "data")
-    try:
+    with serving(tmp_path / "data") as running:
         for path in ("/inspector", "/inspector/", "/inspector/inspector.js"):
             assert (await _http_get(running.port, path))[0] == 404, path
-    finally:
-        running.terminate()
-        running.kill()

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.client import RpcClient
-from tests.support.process import ServerProcess, start_server
+from tests.support.process import ServerProcess, serving, start_server
 
 
 @pytest.fixture
 def proc(tmp_path: Path) -> Iterator[ServerProcess]:
-    running = start_server(tmp_path / "data")
-    yield running
-    running.kill()
+    """A server of its own for each test (these tests stop it), instead of the module's one."""
+    with serving(tmp_path / "data") as running:
+        yield running
 
 
 def _log_events(text: str) -> list[dict[str, object]]:

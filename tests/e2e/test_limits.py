@@ -11,7 +11,7 @@ from websockets.exceptions import ConnectionClosed
 
 from ipc.server import TransportLimits
 from ipc.session import SessionLimits
-from tests.support.client import RpcClient
+from tests.support.client import RpcClient, connected
 from tests.support.handshake import handshake_status, hang_up, raw_handshake
 from tests.support.inproc import TOKEN, inproc_server
 
@@ -36,8 +36,7 @@ async def test_oversized_frame_closes_1009_and_server_lives_on() -> None:
 async def test_too_many_in_flight_requests() -> None:
     """Past max_in_flight a request answers RPC_TOO_MANY_REQUESTS at once; earlier ones finish."""
     limits = TransportLimits(session=SessionLimits(max_in_flight=4, max_batch=8))
-    async with inproc_server(limits) as running:
-        rpc = await RpcClient.open(running.url, TOKEN)
+    async with inproc_server(limits) as running, connected(running.url, TOKEN) as rpc:
         slow = [asyncio.ensure_future(rpc.request("test:sleep", {"seconds": 0.5})) for _ in range(4)]
         await asyncio.sleep(0.1)
         refused = await asyncio.wait_for(rpc.request("test:echo", {"text": "x"}), 0.4)
@@ -46,14 +45,12 @@ async def test_too_many_in_flight_requests() -> None:
                                             "inFlight": 4}
         assert all("result" in r for r in await asyncio.gather(*slow))
         assert (await rpc.call("test:echo", {"text": "again"})) == {"text": "again"}
-        await rpc.close()
 
 
 async def test_batch_counts_every_entry_and_has_a_size_limit() -> None:
     """A batch larger than max_batch is one -32600 RPC_BATCH_TOO_LARGE."""
     limits = TransportLimits(session=SessionLimits(max_in_flight=8, max_batch=3))
-    async with inproc_server(limits) as running:
-        rpc = await RpcClient.open(running.url, TOKEN)
+    async with inproc_server(limits) as running, connected(running.url, TOKEN) as rpc:
         entry = {"jsonrpc": "2.0", "method": "get_data", "id": 1}
         await rpc.send_raw(json.dumps([entry] * 4))
         reply = await rpc.next_unmatched()
@@ -61,7 +58,6 @@ async def test_batch_counts_every_entry_and_has_a_size_limit() -> None:
         assert reply["error"]["data"] == {"code": "RPC_BATCH_TOO_LARGE", "limit": 3, "size": 4}
         await rpc.send_raw(json.dumps([entry] * 3))
         assert len(await rpc.next_unmatched()) == 3
-        await rpc.close()
 
 
 async def test_connection_limit() -> None:
@@ -103,12 +99,7 @@ async def test_reader_that_never_reads_is_bounded() -> None:
     limits = TransportLimits(write_buffer_bytes=64 * 1024,
                              session=SessionLimits(max_in_flight=8, max_batch=8))
     async with inproc_server(limits) as running:
-        _status, _reader, writer = await raw_handshake(running.port, headers=BEARER)
-        frame = _masked_text_frame(json.dumps({"jsonrpc": "2.0", "method": "test:echo",
-                                               "params": {"text": "y" * 60_000, "count": 4},
-                                               "id": 1}))
-        for _ in range(60):
-            writer.write(frame)
+        writer = await send_unread(running.port, 60, "y" * 60_000, count=4)
         await asyncio.sleep(1.0)
         sessions = list(running.server._sessions)
         assert len(sessions) == 1
@@ -117,6 +108,17 @@ async def test_reader_that_never_reads_is_bounded() -> None:
         assert (await bystander.call("test:echo", {"text": "ok"})) == {"text": "ok"}
         await bystander.close()
         writer.transport.abort()  # close() would wait forever to flush to a server that stopped reading
+
+
+async def send_unread(port: int, frames: int, text: str, count: int) -> asyncio.StreamWriter:
+    """Open a raw connection and send ``frames`` test:echo requests for ``count`` copies of ``text``
+    each, never reading a reply; returns the connection's writer."""
+    _status, _reader, writer = await raw_handshake(port, headers=BEARER)
+    frame = _masked_text_frame(json.dumps({"jsonrpc": "2.0", "method": "test:echo",
+                                           "params": {"text": text, "count": count}, "id": 1}))
+    for _ in range(frames):
+        writer.write(frame)
+    return writer
 
 
 def _masked_text_frame(text: str) -> bytes:
@@ -159,11 +161,7 @@ async def test_reader_that_never_reads_is_dropped_and_shutdown_still_completes()
     limits = TransportLimits(write_buffer_bytes=32 * 1024, hard_buffer_bytes=256 * 1024,
                              watch_interval=0.05, stall_timeout=0.5, close_timeout=0.3)
     async with inproc_server(limits) as running:
-        _status, _reader, writer = await raw_handshake(running.port, headers=BEARER)
-        frame = _masked_text_frame(json.dumps({"jsonrpc": "2.0", "method": "test:echo",
-                                               "params": {"text": "z" * 50_000, "count": 8}, "id": 1}))
-        for _ in range(30):
-            writer.write(frame)
+        writer = await send_unread(running.port, 30, "z" * 50_000, count=8)
         for _ in range(100):
             if running.server.connection_count == 0:
                 break
@@ -176,11 +174,7 @@ async def test_shutdown_completes_with_a_client_that_stopped_reading() -> None:
     """SIGTERM-style shutdown aborts a connection that cannot take its close frame."""
     limits = TransportLimits(write_buffer_bytes=32 * 1024, close_timeout=0.3)
     async with inproc_server(limits) as running:
-        _status, _reader, writer = await raw_handshake(running.port, headers=BEARER)
-        frame = _masked_text_frame(json.dumps({"jsonrpc": "2.0", "method": "test:echo",
-                                               "params": {"text": "z" * 50_000, "count": 8}, "id": 1}))
-        for _ in range(30):
-            writer.write(frame)
+        writer = await send_unread(running.port, 30, "z" * 50_000, count=8)
         await asyncio.sleep(0.5)
         assert running.server.connection_count == 1
         await asyncio.wait_for(running.server.shutdown(grace=0.1), 5)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -11,19 +10,13 @@ from main.app import build_registry, open_services
 from main.config import Config
 from tests.support.client import RpcClient
 from tests.support.openrpc_schema import openrpc_validator
-from tests.support.process import start_server
 
 
 @pytest.fixture
-async def discovered(tmp_path: Path) -> AsyncIterator[dict[str, object]]:
-    running = start_server(tmp_path / "data")
-    try:
-        rpc = await RpcClient.open(running.url, running.token)
-        document = await rpc.call("rpc.discover")
-        await rpc.close()
-        yield document
-    finally:
-        running.terminate()
+async def discovered(rpc: RpcClient) -> dict[str, object]:
+    """The OpenRPC document the module's server child answers."""
+    document: dict[str, object] = await rpc.call("rpc.discover")
+    return document
 
 
 def test_meta_schema_rejects_a_broken_document() -> None:

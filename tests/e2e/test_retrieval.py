@@ -10,7 +10,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,8 @@ import pytest
 from tests.support.client import RpcClient
 from tests.support.process import ServerProcess, start_server
 from tests.support.scenarios import Project, zh_chapter
+
+pytestmark = pytest.mark.server_flags("--index-debounce", "0.1")
 
 KEY_FACT = "林远把铜钥匙藏在灯塔第三级台阶下的砖缝里，又用青苔盖住了缝隙。"
 EN_FACT = "Mara hid the brass key under the third step of the lighthouse stairs and covered it with moss."
@@ -51,24 +53,6 @@ async def prompt_at_end_of_chapter_5(project: Project, instruction: str = INSTRU
     text = (await project.rpc.call("document:read", {"projectId": project.project_id,
                                                      "documentId": "卷一/第05章.md"}))["text"]
     return await project.assemble("卷一/第05章.md", len(text), "continue", instruction)
-
-
-@pytest.fixture(scope="module")
-def proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = start_server(tmp_path_factory.mktemp("retrieval") / "data", "--index-debounce", "0.1")
-    try:
-        yield server
-    finally:
-        server.terminate()
-
-
-@pytest.fixture
-async def rpc(proc: ServerProcess) -> AsyncIterator[RpcClient]:
-    client = await RpcClient.open(proc.url, proc.token)
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 async def test_writing_chapter_5_retrieves_the_key_hidden_in_chapter_2(rpc: RpcClient,

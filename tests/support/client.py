@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -74,6 +75,16 @@ class RpcClient:
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
+
+
+@contextlib.asynccontextmanager
+async def connected(url: str, token: str | None, **kwargs: Any) -> AsyncIterator[RpcClient]:
+    """An :class:`RpcClient` for the length of an ``async with`` block, closed afterwards."""
+    client = await RpcClient.open(url, token, **kwargs)
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 class RpcCallError(Exception):

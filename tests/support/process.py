@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -114,3 +116,17 @@ def start_server(data_dir: Path, *args: str, env: dict[str, str] | None = None,
         raise
     return ServerProcess(process=process, ready=json.loads(line), data_dir=data_dir,
                          stderr_path=stderr_path)
+
+
+@contextmanager
+def serving(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[ServerProcess]:
+    """:func:`start_server` for the length of a ``with`` block; the child is stopped afterwards
+    (SIGTERM, then SIGKILL if it is still running)."""
+    running = start_server(data_dir, *args, env=env)
+    try:
+        yield running
+    finally:
+        try:
+            running.terminate()
+        finally:
+            running.kill()
