@@ -69,15 +69,8 @@ from ipc.dispatch import Dispatcher
 from ipc.protocol import Call
 from main.app import EPISODES_CONSIDERED, build_registry, open_services
 from main.config import Config
-from scripts.bench_rpc import (
-    Load,
-    LoadMeter,
-    command_line,
-    machine_facts,
-    percentile,
-    request_text,
-    top_functions,
-)
+from scripts import benchlib
+from scripts.benchlib import LoadMeter, fmt, pct, percentile, request_text, sentence, table
 from services.caches import SourceCaches
 from services.context.budget import make_budget
 from services.context.counting import CountCache
@@ -94,9 +87,7 @@ from services.sources.providers import (
 )
 from services.sources.window import cut_window
 from services.tokenizer import Tokenizer, resolve_tokenizer
-from tests.support.process import start_server
 
-NOISY_SHARE = 0.1  # other processes' CPU (share of a core) above which a phase is flagged
 PROJECT_ID = "bench-project"
 SKILL = "continue"
 LANGUAGE = "zh"
@@ -153,37 +144,29 @@ def _character_names(rng: random.Random, count: int) -> list[str]:
     return pairs[:count]
 
 
+# (rng, who, other, place, object) -> one sentence of mixed Chinese and English
+_TEMPLATES: tuple[benchlib.Template, ...] = (
+    lambda rng, who, other, place, obj: f"{who}{rng.choice(_ACTIONS)}，{rng.choice(_WEATHER)}。",
+    lambda rng, who, other, place, obj: f"“{rng.choice(_ZH_LINES)}。”{who}低声说，没有看{other}。",
+    lambda rng, who, other, place, obj: (f"“{rng.choice(_EN_LINES)},” {rng.choice(_EN_NAMES)} said, "
+                                         f"and {who}没有回答。"),
+    lambda rng, who, other, place, obj: f"{who}在{place}{rng.choice(_THOUGHTS)}，手里还握着{obj}。",
+    lambda rng, who, other, place, obj: f"第{rng.randint(2, 40)}级台阶上落着一层灰，{rng.choice(_WEATHER)}。",
+    lambda rng, who, other, place, obj: (
+        f"The note in the {rng.choice(['drawer', 'logbook', 'lamp room', 'coat pocket'])} "
+        f"said only: {rng.choice(_EN_LINES).lower()}."),
+    lambda rng, who, other, place, obj: f"{who}和{other}在{place}等到天亮，{rng.choice(_WEATHER)}。",
+    lambda rng, who, other, place, obj: f"{who}把{obj}交给{other}，说起{rng.choice(_CONCEPTS)}的事。",
+)
+
+
 def _sentence(rng: random.Random, cast: Sequence[str]) -> str:
-    who, other = rng.choice(cast), rng.choice(cast)
-    place, obj = rng.choice(_PLACES), rng.choice(_OBJECTS)
-    choice = rng.randrange(8)
-    if choice == 0:
-        return f"{who}{rng.choice(_ACTIONS)}，{rng.choice(_WEATHER)}。"
-    if choice == 1:
-        return f"“{rng.choice(_ZH_LINES)}。”{who}低声说，没有看{other}。"
-    if choice == 2:
-        return f"“{rng.choice(_EN_LINES)},” {rng.choice(_EN_NAMES)} said, and {who}没有回答。"
-    if choice == 3:
-        return f"{who}在{place}{rng.choice(_THOUGHTS)}，手里还握着{obj}。"
-    if choice == 4:
-        return f"第{rng.randint(2, 40)}级台阶上落着一层灰，{rng.choice(_WEATHER)}。"
-    if choice == 5:
-        return (f"The note in the {rng.choice(['drawer', 'logbook', 'lamp room', 'coat pocket'])} "
-                f"said only: {rng.choice(_EN_LINES).lower()}.")
-    if choice == 6:
-        return f"{who}和{other}在{place}等到天亮，{rng.choice(_WEATHER)}。"
-    return f"{who}把{obj}交给{other}，说起{rng.choice(_CONCEPTS)}的事。"
+    return sentence(rng, cast, _PLACES, _OBJECTS, _TEMPLATES)
 
 
 def prose(rng: random.Random, cast: Sequence[str], tokens: int, count: Callable[[str], int]) -> str:
     """Paragraphs of mixed Chinese and English until about ``tokens`` tokens."""
-    paragraphs: list[str] = []
-    total = 0
-    while total < tokens:
-        paragraph = "".join(_sentence(rng, cast) for _ in range(rng.randint(3, 7)))
-        paragraphs.append(paragraph)
-        total += count(paragraph) + 1
-    return "\n\n".join(paragraphs)
+    return benchlib.prose(rng, _sentence, cast, tokens, count)
 
 
 def build_corpus(count: Callable[[str], int], *, chapter_tokens: int = 20_000, seed: int = 7,
@@ -194,14 +177,10 @@ def build_corpus(count: Callable[[str], int], *, chapter_tokens: int = 20_000, s
     names = _character_names(rng, max(entities, 12))
     cast = names[:12] + _EN_NAMES[:4]  # the chapter's characters, all of them kg entities
     chapter = "# 第五章 暴风雨\n\n" + prose(rng, cast, chapter_tokens, count)
-    kinds = ["narrative", "character", "world", "style", "plot"]
-    constraint_rows = [
-        {"kind": kinds[n % 5], "priority": rng.randint(1, 10),
-         "source": "kg" if n >= constraints - kg_constraints else "user",
-         "text": f"{rng.choice(cast)}{rng.choice(['不会', '从不', '总是'])}"
-                 f"{rng.choice(_ACTIONS)}；{rng.choice(_CONCEPTS)}相关的情节不得提前揭示（规则 {n + 1}）"}
-        for n in range(constraints)
-    ]
+    constraint_records = benchlib.constraint_rows(
+        rng, constraints, kg_constraints,
+        lambda n: f"{rng.choice(cast)}{rng.choice(['不会', '从不', '总是'])}"
+                  f"{rng.choice(_ACTIONS)}；{rng.choice(_CONCEPTS)}相关的情节不得提前揭示（规则 {n + 1}）")
     entity_rows: list[dict[str, Any]] = []
     # 60 Chinese characters (the chapter's cast first), 15 English ones, 15 places, 10 objects.
     pool = [*((name, "character") for name in names[:60]), *((n, "character") for n in _EN_NAMES),
@@ -219,7 +198,7 @@ def build_corpus(count: Callable[[str], int], *, chapter_tokens: int = 20_000, s
                 for _ in range(candidates)]
     episodes = [{"instruction": f"续写{rng.choice(cast)}在{rng.choice(_PLACES)}的场景",
                  "output": text} for text, _ in passages]
-    return Corpus(chapter=chapter, constraints=constraint_rows, entities=entity_rows,
+    return Corpus(chapter=chapter, constraints=constraint_records, entities=entity_rows,
                   rules=rule_rows, passages=passages, episodes=episodes)
 
 
@@ -327,12 +306,9 @@ class Stats:
 
 
 def summarize(samples_ms: Sequence[float], errors: int = 0) -> Stats:
-    ordered = sorted(samples_ms)
-    count = len(ordered)
-    return Stats(calls=count, errors=errors,
-                 mean_ms=sum(ordered) / count if count else math.nan,
-                 p50_ms=percentile(ordered, 50), p95_ms=percentile(ordered, 95),
-                 p99_ms=percentile(ordered, 99), max_ms=ordered[-1] if ordered else math.nan)
+    ms = benchlib.spread(samples_ms)
+    return Stats(calls=ms.count, errors=errors, mean_ms=ms.mean, p50_ms=ms.p50, p95_ms=ms.p95,
+                 p99_ms=ms.p99, max_ms=ms.max)
 
 
 @dataclass(frozen=True)
@@ -342,7 +318,7 @@ class Phase:
     group: str
     label: str
     stats: Stats
-    load: Load | None = None
+    load: benchlib.Load | None = None
     notes: dict[str, Any] = field(default_factory=dict)
 
 
@@ -357,7 +333,6 @@ def app_logging(log_file: Path) -> Iterator[None]:
     (``main/logs.py``); here the stderr copy goes to ``/dev/null``. Loggers are
     not cached on first use, so everything is restored afterwards.
     """
-    saved = structlog.get_config()
     root = logging.getLogger()
     saved_level = root.level
     timestamper = structlog.processors.TimeStamper(fmt="iso", utc=True)
@@ -372,20 +347,19 @@ def app_logging(log_file: Path) -> Iterator[None]:
             handler.setFormatter(formatter)
             root.addHandler(handler)
         root.setLevel(logging.INFO)
-        structlog.configure(
-            processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
-                        timestamper, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-            wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
-            logger_factory=structlog.stdlib.LoggerFactory(),
-            cache_logger_on_first_use=False)
         try:
-            yield
+            with benchlib.structlog_settings(
+                    processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
+                                timestamper, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+                    wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+                    logger_factory=structlog.stdlib.LoggerFactory(),
+                    cache_logger_on_first_use=False):
+                yield
         finally:
             for handler in handlers:
                 root.removeHandler(handler)
                 handler.close()
             root.setLevel(saved_level)
-            structlog.configure(**saved)
 
 
 # --------------------------------------------------------------------------- engine phases
@@ -615,19 +589,6 @@ async def bench_dispatch(dispatcher: Dispatcher, ctx: CallContext, method: str, 
 # --------------------------------------------------------------------------- websocket phases
 
 
-@contextlib.asynccontextmanager
-async def server_child(root: Path) -> AsyncIterator[tuple[str, str, int]]:
-    """``python -m main serve --debug`` on a fresh data dir: yields (url, token, pid)."""
-    server = await asyncio.to_thread(start_server, root / "data", "--debug")
-    try:
-        yield server.url, server.token, server.process.pid
-    finally:
-        code = await asyncio.to_thread(server.terminate)
-        if code != 0:
-            print(f"warning: server exited with {code}: {server.stderr_text()[-1000:]}",
-                  file=sys.stderr)
-
-
 async def _client(ws: ClientConnection, params: dict[str, Any], calls: int,
                   samples: list[float]) -> int:
     """Sequential context:assemble calls; returns the number of failed calls."""
@@ -700,34 +661,8 @@ def _group_of(func: tuple[str, int, str]) -> str | None:
     return "other"
 
 
-def group_profile(stats: pstats.Stats) -> dict[str, float]:
-    """Self seconds per group; a builtin's time goes to the groups that called it."""
-    totals: dict[str, float] = {}
-    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
-    for func, (_, _, self_time, _, callers) in raw.items():
-        group = _group_of(func)
-        if group is not None:
-            totals[group] = totals.get(group, 0.0) + self_time
-            continue
-        weights = {c: v[2] + v[3] for c, v in callers.items()}
-        weight = sum(weights.values())
-        for caller, spent in weights.items():
-            share = self_time * spent / weight if weight else 0.0
-            target = _group_of(caller) or "other"
-            totals[target] = totals.get(target, 0.0) + share
-        if not weight:
-            totals["other"] = totals.get("other", 0.0) + self_time
-    return totals
-
-
 def _profile_report(profiler: cProfile.Profile, calls: int, top: int) -> dict[str, Any]:
-    stats = pstats.Stats(profiler)
-    groups = group_profile(stats)
-    total = sum(groups.values()) or 1.0
-    return {"calls": calls,
-            "groups": {g: {"self_s": s, "share": s / total}
-                       for g, s in sorted(groups.items(), key=lambda kv: -kv[1])},
-            "top": top_functions(stats, top)}
+    return benchlib.profile_report(pstats.Stats(profiler), calls, top, _group_of)
 
 
 def profile_engine(request: Request, counter: CountCache, calls: int,
@@ -883,7 +818,7 @@ def describe_data(corpus: Corpus, request: Request, assembly: Assembly,
 
 async def run_benchmark(args: argparse.Namespace,
                         progress: Callable[[str], None] = lambda _: None) -> Report:
-    report = Report(machine=machine_facts(), command=command_line())
+    report = Report(machine=benchlib.machine_facts(), command=benchlib.command_line())
     tokenizer = resolve_tokenizer()
     report.machine["tokenizer"] = asdict(tokenizer.info)
     setup = CountCache(tokenizer)
@@ -975,7 +910,8 @@ async def _socket_phases(args: argparse.Namespace, report: Report, root: Path, c
     documents = chapters(corpus, setup.count, args.clients, args.chapter_tokens)
     (root / "server").mkdir()
     progress("socket: starting the server and seeding")
-    async with server_child(root / "server") as (url, token, pid):
+    async with benchlib.running_server(root / "server" / "data", "--debug") as server:
+        url, token, pid = server.url, server.token, server.process.pid
         async with connect(url, additional_headers={"Authorization": f"Bearer {token}"},
                            compression=None, max_size=None) as ws:
             project_id = await seed_project(socket_caller(ws), root / "server-novel", corpus,
@@ -998,29 +934,13 @@ async def _socket_phases(args: argparse.Namespace, report: Report, root: Path, c
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    return f"{value:,.{digits}f}"
-
-
-def _pct(share: float | None) -> str:
-    return "-" if share is None else f"{share:.0%}"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
-
-    return [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
+    return fmt(value, digits)
 
 
 def _latency_rows(phases: Sequence[Phase]) -> list[list[str]]:
     return [[p.label, str(p.stats.calls), str(p.stats.errors), _fmt(p.stats.p50_ms),
              _fmt(p.stats.p95_ms), _fmt(p.stats.p99_ms), _fmt(p.stats.max_ms),
-             _pct(p.load.share(p.load.others_s) if p.load else None)] for p in phases]
+             pct(p.load.share(p.load.others_s) if p.load else None)] for p in phases]
 
 
 _LATENCY = ["phase", "calls", "errors", "p50", "p95", "p99", "max", "others"]
@@ -1029,8 +949,7 @@ _LATENCY = ["phase", "calls", "errors", "p50", "p95", "p99", "max", "others"]
 def render(report: Report) -> str:
     m = report.machine
     out = [
-        f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {m['python']}",
-        f"         {m['platform']}",
+        *benchlib.machine_lines(m),
         f"         tokenizer {m.get('tokenizer', {}).get('encoding', '-')}; load average before "
         f"{m['loadavg'][0]:.2f}, after {m.get('loadavg_after', [math.nan])[0]:.2f}",
         f"Command: {report.command}",
@@ -1057,13 +976,13 @@ def render(report: Report) -> str:
     for group, title in sections:
         phases = [p for p in report.phases if p.group == group]
         if phases:
-            out += [title, *_table(_LATENCY, _latency_rows(phases)), ""]
+            out += [title, *table(_LATENCY, _latency_rows(phases)), ""]
         if group == "engine" and phases:
             out.append("Engine stages (timings_ms; p50 / p95 ms)")
             rows = [[p.label, *(f"{_fmt(p.notes['stages'][s]['p50_ms'], 3)} / "
                                 f"{_fmt(p.notes['stages'][s]['p95_ms'], 3)}" for s in STAGES)]
                     for p in phases if "stages" in p.notes]
-            out += [*_table(["phase", *STAGES], rows), ""]
+            out += [*table(["phase", *STAGES], rows), ""]
         if group == "cold64k" and phases:
             n = phases[0].notes
             out += [f"  document {n['document_tokens']:,} tokens ({n['document_chars']:,} chars); "
@@ -1073,35 +992,33 @@ def render(report: Report) -> str:
     if sockets:
         out.append("context:assemble over a websocket, python -m main serve --debug (ms; server "
                    "CPU per call in ms)")
-        rows = [[*_latency_rows([p])[0][:-1], _fmt(_server_ms(p)), _pct(p.load.share(p.load.own_s)
-                                                                        if p.load else None),
-                 _pct(p.load.share(p.load.others_s) if p.load else None)] for p in sockets]
-        out += [*_table([*_LATENCY[:-1], "server CPU", "client CPU", "others"], rows), ""]
+        rows = [[*_latency_rows([p])[0][:-1], _fmt(_server_ms(p)), pct(p.load.share(p.load.own_s)
+                                                                       if p.load else None),
+                 pct(p.load.share(p.load.others_s) if p.load else None)] for p in sockets]
+        out += [*table([*_LATENCY[:-1], "server CPU", "client CPU", "others"], rows), ""]
     targets = report.targets
     if targets:
         out.append("Targets")
-        out += _table(["target", "figure", "measured", "verdict"],
-                      [[t.name, t.figure, _fmt(t.value_ms, 3), "met" if t.met else "NOT met"]
-                       for t in targets])
+        out += table(["target", "figure", "measured", "verdict"],
+                     [[t.name, t.figure, _fmt(t.value_ms, 3), "met" if t.met else "NOT met"]
+                      for t in targets])
         out.append("")
     for name, profile in report.profile.items():
         out.append(f"cProfile, {name}: {profile['calls']} warm calls (self time by group; "
                    "builtins charged to their callers)")
-        out += _table(["group", "share", "self s"],
-                      [[g, f"{v['share']:.1%}", _fmt(v["self_s"], 3)]
-                       for g, v in profile["groups"].items()])
+        out += table(["group", "share", "self s"],
+                     [[g, f"{v['share']:.1%}", _fmt(v["self_s"], 3)]
+                      for g, v in profile["groups"].items()])
         out += ["", "Top functions by self time"]
-        out += _table(["function", "calls", "self s", "cum s"],
-                      [[t["function"][-90:], str(t["calls"]), _fmt(t["self_s"], 3),
-                        _fmt(t["cum_s"], 3)] for t in profile["top"]])
+        out += table(["function", "calls", "self s", "cum s"],
+                     [[t["function"][-90:], str(t["calls"]), _fmt(t["self_s"], 3),
+                       _fmt(t["cum_s"], 3)] for t in profile["top"]])
         out.append("")
-    noisy = [f"{p.group} {p.label} (others {_pct(p.load.share(p.load.others_s))}, steal "
-             f"{_pct(p.load.share(p.load.steal_s))})" for p in report.phases
+    noisy = [f"{p.group} {p.label} (others {pct(p.load.share(p.load.others_s))}, steal "
+             f"{pct(p.load.share(p.load.steal_s))})" for p in report.phases
              if p.load is not None and p.load.noisy]
     if noisy:
-        out += [f"warning: other processes or VMs used more than {NOISY_SHARE:.0%} of a core "
-                "during: " + "; ".join(noisy) + ". Those figures are noisy: run again on a quiet "
-                "machine."]
+        out.append(benchlib.noisy_warning(noisy))
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -1167,15 +1084,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    report = asyncio.run(run_benchmark(
-        args, progress=lambda step: print(f"... {step}", file=sys.stderr, flush=True)))
-    if args.save is not None:
-        args.save.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n",
-                             encoding="utf-8")
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
-    else:
-        print(render(report), end="")
+    report = asyncio.run(run_benchmark(args, progress=benchlib.progress))
+    benchlib.emit(report.to_json(), lambda: render(report), as_json=args.json, save=args.save)
     return 1 if report.errors else 0
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import random
@@ -34,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.eval_retrieval import quiet_logs
+from scripts.benchlib import cpu_model, emit, percentile, quiet_logs
 from services.retrieval import build_retrieval
 from services.retrieval.embeddings import shared_encoder
 from tests.support.scenarios import zh_chapter
@@ -76,11 +75,6 @@ def big_chapter(characters: int) -> str:
         size += len(paragraph) + 2
         n += 1
     return "\n\n".join(text) + "\n"
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share / 100 * (len(ordered) - 1)))]
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -130,22 +124,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 await retrieval.search("bench", queries[k % len(queries)] + f" {k}")
                 latencies.append(time.perf_counter() - t0)
+            latencies.sort()
             search = {"queries": len(latencies), "p50_ms": round(percentile(latencies, 50) * 1e3, 2),
                       "p95_ms": round(percentile(latencies, 95) * 1e3, 2)}
         finally:
             await opened.close()
-    return {"machine": {"cpu": _cpu(), "cores": os.cpu_count(), "python": platform.python_version()},
+    return {"machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version()},
             "command": " ".join([".venv/bin/python", "scripts/bench_indexing.py", *sys.argv[1:]]),
             "encoder_load_s": round(load_s, 2), "full_index": full, "paragraph_edit": edit_figures,
             "search": search}
-
-
-def _cpu() -> str:
-    with open("/proc/cpuinfo", encoding="utf-8") as info:
-        for line in info:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
 def render(result: dict[str, Any]) -> str:
@@ -177,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with quiet_logs():
         result = asyncio.run(run(args))
-    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else render(result))
+    emit(result, lambda: render(result) + "\n", as_json=args.json)
     return 0
 
 

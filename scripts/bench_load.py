@@ -56,7 +56,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,14 +65,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from scripts.bench_rpc import Load, LoadMeter, command_line, machine_facts, percentile
+from scripts import benchlib
+from scripts.benchlib import Load, LoadMeter, Template, pct, sentence, spread, table
 from services.tokenizer import resolve_tokenizer
-from tests.support.process import ServerProcess, start_server
+from tests.support.process import ServerProcess
 
 SKILLS = ("continue", "polish", "expand", "rewrite")
 DEGRADED = ("KG_UNAVAILABLE", "MEMORY_UNAVAILABLE", "RETRIEVAL_UNAVAILABLE", "CONSTRAINTS_UNAVAILABLE",
             "CONTEXT_BUDGET_FALLBACK")
-NOISY_SHARE = 0.1
 
 # --------------------------------------------------------------------------- the data
 
@@ -121,45 +121,32 @@ class ProjectData:
     style_notes: str
 
 
+# (rng, who, other, place, object) -> one sentence
+_ZH_TEMPLATES: tuple[Template, ...] = (
+    lambda rng, who, other, place, obj: f"{who}{rng.choice(_ZH_ACTIONS)}，{rng.choice(_ZH_WEATHER)}。",
+    lambda rng, who, other, place, obj: f"“{rng.choice(_ZH_LINES)}。”{who}低声说，没有看{other}。",
+    lambda rng, who, other, place, obj: f"{who}在{place}站了一会儿，手里还握着{obj}。",
+    lambda rng, who, other, place, obj: (f"第{rng.randint(2, 40)}级台阶上落着一层灰，"
+                                         f"{rng.choice(_ZH_WEATHER)}。"),
+    lambda rng, who, other, place, obj: f"{who}把{obj}交给{other}，说起{place}的事。",
+)
+_EN_TEMPLATES: tuple[Template, ...] = (
+    lambda rng, who, other, place, obj: f"{who} {rng.choice(_EN_ACTIONS)}, and {rng.choice(_EN_WEATHER)}.",
+    lambda rng, who, other, place, obj: (f"\"{rng.choice(_EN_LINES)},\" {who} said quietly, "
+                                         f"without looking at {other}."),
+    lambda rng, who, other, place, obj: f"{who} waited at {place}, still holding {obj}.",
+    lambda rng, who, other, place, obj: (f"Dust lay on the {rng.randint(2, 40)}th step; "
+                                         f"{rng.choice(_EN_WEATHER)}."),
+    lambda rng, who, other, place, obj: f"{who} gave {obj} to {other} and spoke about {place}.",
+)
+
+
 def _zh_sentence(rng: random.Random, cast: Sequence[str]) -> str:
-    who, other = rng.choice(cast), rng.choice(cast)
-    place, obj = rng.choice(_ZH_PLACES), rng.choice(_ZH_OBJECTS)
-    pick = rng.randrange(5)
-    if pick == 0:
-        return f"{who}{rng.choice(_ZH_ACTIONS)}，{rng.choice(_ZH_WEATHER)}。"
-    if pick == 1:
-        return f"“{rng.choice(_ZH_LINES)}。”{who}低声说，没有看{other}。"
-    if pick == 2:
-        return f"{who}在{place}站了一会儿，手里还握着{obj}。"
-    if pick == 3:
-        return f"第{rng.randint(2, 40)}级台阶上落着一层灰，{rng.choice(_ZH_WEATHER)}。"
-    return f"{who}把{obj}交给{other}，说起{place}的事。"
+    return sentence(rng, cast, _ZH_PLACES, _ZH_OBJECTS, _ZH_TEMPLATES)
 
 
 def _en_sentence(rng: random.Random, cast: Sequence[str]) -> str:
-    who, other = rng.choice(cast), rng.choice(cast)
-    place, obj = rng.choice(_EN_PLACES), rng.choice(_EN_OBJECTS)
-    pick = rng.randrange(5)
-    if pick == 0:
-        return f"{who} {rng.choice(_EN_ACTIONS)}, and {rng.choice(_EN_WEATHER)}."
-    if pick == 1:
-        return f"\"{rng.choice(_EN_LINES)},\" {who} said quietly, without looking at {other}."
-    if pick == 2:
-        return f"{who} waited at {place}, still holding {obj}."
-    if pick == 3:
-        return f"Dust lay on the {rng.randint(2, 40)}th step; {rng.choice(_EN_WEATHER)}."
-    return f"{who} gave {obj} to {other} and spoke about {place}."
-
-
-def _prose(rng: random.Random, sentence: Callable[[random.Random, Sequence[str]], str],
-           cast: Sequence[str], tokens: int, count: Callable[[str], int], joiner: str) -> str:
-    paragraphs: list[str] = []
-    total = 0
-    while total < tokens:
-        paragraph = joiner.join(sentence(rng, cast) for _ in range(rng.randint(3, 7)))
-        paragraphs.append(paragraph)
-        total += count(paragraph) + 1
-    return "\n\n".join(paragraphs)
+    return sentence(rng, cast, _EN_PLACES, _EN_OBJECTS, _EN_TEMPLATES)
 
 
 def build_project(index: int, language: str, count: Callable[[str], int], *, seed: int, documents: int,
@@ -174,24 +161,21 @@ def build_project(index: int, language: str, count: Callable[[str], int], *, see
         names = [f"{first} {last}" for last in _EN_LAST for first in _EN_FIRST]
     rng.shuffle(names)
     cast = names[:12]
-    sentence = _zh_sentence if zh else _en_sentence
+    one_sentence = _zh_sentence if zh else _en_sentence
     joiner = "" if zh else " "
 
-    def prose(tokens: int) -> str:
-        return _prose(rng, sentence, cast, tokens, count, joiner)
+    def text(tokens: int) -> str:
+        return benchlib.prose(rng, one_sentence, cast, tokens, count, joiner)
 
     chapters = {}
     for n in range(documents):
         title = f"# 第{n + 1}章\n\n" if zh else f"# Chapter {n + 1}\n\n"
         name = f"卷一/第{n + 1:02d}章.md" if zh else f"part-1/chapter-{n + 1:02d}.md"
-        chapters[name] = title + prose(rng.randint(min_tokens, max_tokens)) + "\n"
-    kinds = ["narrative", "character", "world", "style", "plot"]
-    constraint_rows = [
-        {"kind": kinds[n % 5], "priority": rng.randint(1, 10),
-         "source": "kg" if n >= constraints - kg_constraints else "user",
-         "text": (f"{rng.choice(cast)}从不{rng.choice(_ZH_ACTIONS)}（规则 {n + 1}）" if zh else
-                  f"{rng.choice(cast)} never {rng.choice(_EN_ACTIONS)} (rule {n + 1})")}
-        for n in range(constraints)]
+        chapters[name] = title + text(rng.randint(min_tokens, max_tokens)) + "\n"
+    constraint_records = benchlib.constraint_rows(
+        rng, constraints, kg_constraints,
+        lambda n: (f"{rng.choice(cast)}从不{rng.choice(_ZH_ACTIONS)}（规则 {n + 1}）" if zh else
+                   f"{rng.choice(cast)} never {rng.choice(_EN_ACTIONS)} (rule {n + 1})"))
     entity_rows = []
     pool = [(name, "character") for name in names[:entities]]
     places = [(p, "location") for p in (_ZH_PLACES if zh else _EN_PLACES)]
@@ -199,17 +183,17 @@ def build_project(index: int, language: str, count: Callable[[str], int], *, see
     pool = (pool[:max(0, entities - len(places) - len(objects))] + places + objects)[:entities]
     for name, kind in pool:
         entity_rows.append({"kind": kind, "name": name,
-                            "description": joiner.join(sentence(rng, cast) for _ in range(2))})
+                            "description": joiner.join(one_sentence(rng, cast) for _ in range(2))})
     rule_rows = [{"text": f"{rng.choice(_ZH_RULES if zh else _EN_RULES)} ({n + 1})", "category": "style",
                   "confidence": round(rng.uniform(0.5, 0.99), 2), "confirmed": n < rules * 3 // 4}
                  for n in range(rules)]
     episode_rows = [{"instruction": (f"续写{rng.choice(cast)}在{rng.choice(_ZH_PLACES)}的场景" if zh else
                                      f"Continue {rng.choice(cast)} at {rng.choice(_EN_PLACES)}"),
-                     "output": prose(rng.randint(60, 140)), "skillId": rng.choice(SKILLS)}
+                     "output": text(rng.randint(60, 140)), "skillId": rng.choice(SKILLS)}
                     for _ in range(episodes)]
     return ProjectData(
         name=f"{'小说' if zh else 'novel'}-{index + 1}", language=language, chapters=chapters,
-        constraints=constraint_rows, entities=entity_rows, rules=rule_rows, episodes=episode_rows,
+        constraints=constraint_records, entities=entity_rows, rules=rule_rows, episodes=episode_rows,
         narrative_person="第一人称" if zh else "first person, past tense",
         style_notes="冷静克制的叙述，短句为主。" if zh else "Restrained narration, mostly short sentences.")
 
@@ -371,11 +355,9 @@ class Latency:
 
 
 def latency(samples: Sequence[float]) -> Latency:
-    ordered = sorted(samples)
-    count = len(ordered)
-    return Latency(count=count, mean_ms=sum(ordered) / count if count else math.nan,
-                   p50_ms=percentile(ordered, 50), p95_ms=percentile(ordered, 95),
-                   p99_ms=percentile(ordered, 99), max_ms=ordered[-1] if ordered else math.nan)
+    ms = spread(samples)
+    return Latency(count=ms.count, mean_ms=ms.mean, p50_ms=ms.p50, p95_ms=ms.p95, p99_ms=ms.p99,
+                   max_ms=ms.max)
 
 
 def sizes(values: Sequence[int]) -> dict[str, int]:
@@ -554,15 +536,9 @@ class Report:
                    if code != "ok" and not (code == "CONTEXT_BACKPRESSURE" and p.notes.get("overload")))
 
 
-@contextlib.asynccontextmanager
-async def server_child(root: Path, connections: int) -> AsyncIterator[ServerProcess]:
+def server_child(root: Path, connections: int) -> contextlib.AbstractAsyncContextManager[ServerProcess]:
     """The server with its default limits, except room for ``connections`` (the default is 32)."""
-    server = await asyncio.to_thread(start_server, root / "data", "--max-connections",
-                                     str(max(32, connections + 8)))
-    try:
-        yield server
-    finally:
-        await asyncio.to_thread(server.terminate)
+    return benchlib.running_server(root / "data", "--max-connections", str(max(32, connections + 8)))
 
 
 def mem_total_kib() -> int | None:
@@ -575,9 +551,9 @@ def mem_total_kib() -> int | None:
 
 async def run_benchmark(args: argparse.Namespace,
                         progress: Callable[[str], None] = lambda _: None) -> Report:
-    machine = machine_facts()
+    machine = benchlib.machine_facts()
     machine["memory_kib"] = mem_total_kib()
-    report = Report(machine=machine, command=command_line(), config=vars(args).copy())
+    report = Report(machine=machine, command=benchlib.command_line(), config=vars(args).copy())
     report.config.pop("save", None)
     rng = random.Random(args.seed)
     count = resolve_tokenizer().count
@@ -664,22 +640,7 @@ async def sustained(args: argparse.Namespace, report: Report, clients: Sequence[
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{value:,.{digits}f}"
-
-
-def _pct(share: float | None) -> str:
-    return "-" if share is None else f"{share:.0%}"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths,
-                                                                                              strict=True)))
-    return [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
+    return benchlib.fmt(value, digits)
 
 
 def _codes(result: PhaseResult) -> str:
@@ -693,9 +654,9 @@ def _phase_rows(phases: Sequence[PhaseResult]) -> list[list[str]]:
         server = (p.load.server_user_s or 0.0) + (p.load.server_sys_s or 0.0)
         rows.append([p.label, str(p.requests), str(p.codes.get("ok", 0)), _fmt(p.ok.p50_ms),
                      _fmt(p.ok.p95_ms), _fmt(p.ok.p99_ms), _fmt(p.ok.max_ms), _fmt(p.throughput, 0),
-                     _fmt(p.memory_kib.get("VmHWM", 0) / 1024, 0), _pct(p.load.share(server)),
+                     _fmt(p.memory_kib.get("VmHWM", 0) / 1024, 0), pct(p.load.share(server)),
                      _fmt(server * 1e3 / p.requests if p.requests else None),
-                     _pct(p.load.share(p.load.own_s)), _pct(p.load.share(p.load.others_s))])
+                     pct(p.load.share(p.load.own_s)), pct(p.load.share(p.load.others_s))])
     return rows
 
 
@@ -708,8 +669,7 @@ def render(report: Report) -> str:
     tokens = data["chapter_tokens"]
     index = data.get("index", {})
     out = [
-        f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable){memory}, {m['python']}",
-        f"         {m['platform']}",
+        *benchlib.machine_lines(m, memory),
         f"         load average before {m['loadavg'][0]:.2f}, after {after:.2f}",
         f"Command: {report.command}",
         f"Data:    {data['projects']} projects ({languages}), {data['documents']} documents of "
@@ -723,8 +683,8 @@ def render(report: Report) -> str:
         " replies/s; peak RSS of the server in MiB; CPU as a share of one core; ms/req: server CPU"
         " per request, user+sys)",
     ]
-    out += _table(["phase", "requests", "ok", "p50", "p95", "p99", "max", "req/s", "peak RSS", "server",
-                   "ms/req", "clients", "others"], _phase_rows(report.phases))
+    out += table(["phase", "requests", "ok", "p50", "p95", "p99", "max", "req/s", "peak RSS", "server",
+                  "ms/req", "clients", "others"], _phase_rows(report.phases))
     out.append("")
     out.append("Errors and refusals (CONTEXT_BACKPRESSURE latency in ms; 'at once' = answered in under 1 s)")
     rows = [[p.label, _codes(p), str(p.refused.count), _fmt(p.refused_at_once.p50_ms),
@@ -733,15 +693,15 @@ def render(report: Report) -> str:
              "-" if not p.retry_after_ms else f"{p.retry_after_ms[0]}..{p.retry_after_ms[1]}",
              ", ".join(f"{k} {v}" for k, v in sorted(p.degraded.items())) or "none"]
             for p in report.phases]
-    out += _table(["phase", "errors by code", "refused", "at once p50", "p95", "max", "after wait",
-                   "max", "retryAfterMs", "degraded results"], rows)
+    out += table(["phase", "errors by code", "refused", "at once p50", "p95", "max", "after wait",
+                  "max", "retryAfterMs", "degraded results"], rows)
     if report.probes:
         out.append("")
         out.append("Rate search (open loop; holds = no error, p95 under target, sender on schedule)")
         rows = [[p.label, str(p.requests), _fmt(p.ok.p50_ms), _fmt(p.ok.p95_ms), _fmt(p.ok.p99_ms),
                  _codes(p), _fmt(p.notes["max_send_lag_ms"]),
                  "yes" if holds(p, report.config["target_ms"]) else "no"] for p in report.probes]
-        out += _table(["probe", "requests", "p50", "p95", "p99", "errors", "send lag max", "holds"], rows)
+        out += table(["probe", "requests", "p50", "p95", "p99", "errors", "send lag max", "holds"], rows)
     out.append("")
     if report.config.get("duration", 0) > 0:
         rate = report.sustained_rate
@@ -750,8 +710,7 @@ def render(report: Report) -> str:
                    + ("none found" if rate is None else f"{rate:g} requests/s"))
     noisy = [p.label for p in (*report.phases, *report.probes) if p.load.noisy]
     if noisy:
-        out.append(f"warning: other processes or VMs used more than {NOISY_SHARE:.0%} of a core during: "
-                   + "; ".join(noisy) + ". Those figures are noisy.")
+        out.append(benchlib.noisy_warning(noisy, advice=None))
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -796,15 +755,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    report = asyncio.run(run_benchmark(
-        args, progress=lambda step: print(f"... {step}", file=sys.stderr, flush=True)))
-    data = report.to_json()
-    if args.save is not None:
-        args.save.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if args.json:
-        print(json.dumps(data, indent=2, ensure_ascii=False))
-    else:
-        print(render(report), end="")
+    report = asyncio.run(run_benchmark(args, progress=benchlib.progress))
+    benchlib.emit(report.to_json(), lambda: render(report), as_json=args.json, save=args.save)
     return 1 if report.unexpected_errors or report.server_exit != 0 else 0
 
 

