@@ -184,8 +184,6 @@ class SkillNotFound(StrataError):
 
 
 class ProfileNotFound(StrataError):
-    """data: ``name``."""
-
     code = -32050
     data_code = "PROFILE_NOT_FOUND"
     message = "No profile with this name"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import structlog
@@ -138,7 +138,7 @@ class ContextService:
         """Assemble within the per-document concurrency limit (CONTEXT_BACKPRESSURE past it, or
         when the wait for a slot would pass the deadline), then within the global one
         (``concurrency`` at once, the others wait in arrival order)."""
-        plan = await self._c.plans.plan(request.project_id, request.profile_id)
+        plan = _bind(await self._c.plans.plan(request.project_id, request.profile_id), request.variables)
         _check_request(request, plan)
         key = (request.project_id, request.document_id or "")
         async with self.limiter.slot(key), self.gate.turn():
@@ -156,7 +156,10 @@ class ContextService:
         profile = override or await self._c.profiles(request.project_id)
         if warnings:
             profile = DEFAULT_PROFILE
-        elif DEFAULT_PROFILE_NAME in plan.lineage:  # the project's budget table is the novel profile's
+        if isinstance(plan.context_window, int):  # the profile's own window, e.g. a game's token budget
+            profile = replace(profile, context_window=plan.context_window,
+                              output_reserve=int(plan.output_reserve))
+        elif not warnings and plan.name == DEFAULT_PROFILE_NAME:  # the project's table is novel's
             plan = plan.with_budgets(dict(zip(LAYER_ORDER, profile.ratios, strict=True)),
                                      dict(zip(LAYER_ORDER, profile.minimums, strict=True)))
         text = None
@@ -172,13 +175,15 @@ class ContextService:
                             variables=request.variables)
         gathered, gather_warnings = await self._gather(ctx, plan)
         items = (*self._settings_items(settings, request.project_id, counter, ctx), *gathered)
-        variables = {**_published(request, settings, language), **request.variables}
+        # Published values win: a caller cannot pose as the project or the system.
+        variables = {**request.variables, **_published(request, settings, language)}
         engine_request = Request(
             project_id=request.project_id, language=language, plan=plan, profile=profile,
             system_prompt_tokens=prepared.system_tokens, items=tuple(i for i in items if i.layer),
             window=prepared.window, instruction=prepared.instruction or None,
             instruction_tokens=prepared.instruction_tokens, warnings=(*warnings, *gather_warnings),
-            variables=variables, facts=_facts(plan, items, variables),
+            variables=variables, facts=_facts(plan, items, {**plan.variables, **variables},
+                                              prepared),
             variable_tokens=prepared.variable_tokens)
         memo = self._memos.for_project(request.project_id)
         assembly = await asyncio.to_thread(assemble, engine_request, counter, memo)
@@ -298,6 +303,14 @@ class ContextService:
 NO_SKILL = Skill("none", {"en": ""}, after_share=0.0)
 
 
+def _bind(plan: Plan, variables: Mapping[str, str]) -> Plan:
+    try:
+        return plan.bind(variables)
+    except ValueError as exc:
+        raise InvalidInput(f"Variable {exc.args[0]} must be a whole number of tokens",
+                           variable=str(exc.args[0])) from None
+
+
 def _check_request(request: AssembleRequest, plan: Plan) -> None:
     """A profile with a document window needs the document, the cursor and the skill."""
     if plan.window_section is None:
@@ -330,15 +343,21 @@ def _published(request: AssembleRequest, settings: SettingsLike, language: str) 
             "system.skill": request.skill_id or "", "system.profile": request.profile_id}
 
 
-def _facts(plan: Plan, items: Sequence[Item], variables: Mapping[str, str]) -> frozenset[str]:
-    """``always``, each variable with a value that is not empty, "false" or "0", and each fact
-    of a source that gave something."""
+def _facts(plan: Plan, items: Sequence[Item], variables: Mapping[str, str],
+           prepared: _Prepared) -> frozenset[str]:
+    """``always``; each variable whose value (sent, else its default) is not empty, "false", "0"
+    or "no"; and each fact of a source that gave something (the document window and the
+    instruction included)."""
     truthy = {name for name, value in variables.items() if value.strip() and value.strip().lower()
               not in ("false", "0", "no")}
     by_place = {where: source for source, where in _placement(plan).items()}
     given = {by_place.get((i.layer, i.section)) for i in items}
     if any(i.layer == "" for i in items):
         given |= {i.section for i in items if i.layer == ""}
+    if prepared.window is not None and (prepared.window.before or prepared.window.after):
+        given.add("document.window")
+    if prepared.instruction:
+        given.add("instruction")
     facts = {fact for fact, source in plan.facts.items() if source in given}
     return frozenset({"always", *truthy, *facts})
 

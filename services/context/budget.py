@@ -52,7 +52,7 @@ def make_budget(profile: BudgetProfile, plan: Plan, system_prompt_tokens: int) -
 def cap(budget: Budget, section: SectionPlan) -> int:
     """How large a section may grow before its ``cap`` steps run: ``budget.max`` if the profile
     sets one, else the larger of its share and its minimum (never more than the total)."""
-    if section.max is not None:
+    if isinstance(section.max, int):  # a plan bound to its request has numbers only
         return min(section.max, budget.total)
     return max(budget.shares[section.id], min(budget.minimums[section.id], budget.total))
 

@@ -90,7 +90,8 @@ def _active(request: Request) -> tuple[Plan, list[Item], list[ItemReport]]:
 
 def _reports(state: State) -> list[ItemReport]:
     included = [
-        ItemReport(id=i.id, layer=i.layer, section=i.section, source=i.source, tokens=i.tokens,
+        ItemReport(id=i.id, layer=i.layer, section=i.section, source=i.source,
+                   tokens=state.full_tokens.get(id(i), i.tokens),
                    key=i.key, key_name=i.key_name, fate="trimmed" if id(i) in state.trimmed_items
                    else "included", kept_tokens=i.tokens, reason=state.trimmed_items.get(id(i)))
         for section in state.plan.sections for i in state.kept[section.id]

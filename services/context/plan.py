@@ -14,7 +14,7 @@ from typing import Literal
 
 PartKind = Literal["items", "window", "text"]
 ListStyle = Literal["plain", "numbered", "bulleted"]
-Rank = Literal["key", "user_first", "mentioned_first"]
+Rank = Literal["key", "user_first", "mentioned_first", "given"]
 Dedupe = Literal["id", "text", "window"]
 StepName = Literal["drop_lowest", "cut_far_end", "trim_chars", "summary_cue", "lower_tier", "drop_section"]
 Role = Literal["system", "user", "assistant"]
@@ -61,6 +61,7 @@ class PartPlan:
     begin: Localized | None = None
     end: Localized | None = None
     cursor: Localized | None = None  # marks the cursor in a document window
+    group_header: Localized | None = None  # items by group, each under this line ({group}: its name)
     list_style: ListStyle = "plain"
     separator: str = "\n\n"
     content: tuple[Line, ...] = ()
@@ -85,6 +86,7 @@ class StepPlan:
     cue: Localized | None = None
     reason: str = "budget"
     warn: Literal["below_minimum", "overbudget"] | None = None
+    groups: bool = False  # drop_lowest: whole groups at a time
 
     @property
     def name(self) -> str:
@@ -100,7 +102,7 @@ class SectionPlan:
     condition: Condition | None = None
     ratio: float = 0.0
     minimum: int = 0
-    max: int | None = None
+    max: int | str | None = None  # tokens, or the name of the variable that gives them
     steps: tuple[StepPlan, ...] = ()
     never: bool = False
     candidates: int | None = None
@@ -124,6 +126,9 @@ class Plan:
     variables: Mapping[str, str] = field(default_factory=dict)  # declared variables and their defaults
     facts: Mapping[str, str] = field(default_factory=dict)  # fact name -> the source that publishes it
     lineage: tuple[str, ...] = ()  # this profile's name and its ancestors', nearest first
+    # The profile's own window (tokens, or a variable's name); None: the project's budget table.
+    context_window: int | str | None = None
+    output_reserve: int | str = 0
 
     def section(self, section_id: str) -> SectionPlan:
         return next(s for s in self.sections if s.id == section_id)
@@ -140,6 +145,22 @@ class Plan:
     def placement(self) -> dict[str, tuple[str, str]]:
         """Source name -> (section id, part id) for the sources that fill parts."""
         return {p.source: (s.id, p.id) for s in self.sections for p in s.parts}
+
+    def bind(self, values: Mapping[str, str]) -> Plan:
+        """The plan with every number a variable gives read from ``values`` (ValueError naming
+        the variable when its value is not a whole number of tokens)."""
+        def number(ref: int | str | None) -> int | None:
+            if not isinstance(ref, str):
+                return ref
+            text = values.get(ref, self.variables.get(ref, "")).strip()
+            if not text.isdigit() or len(text) > 9:
+                raise ValueError(ref)
+            return int(text)
+
+        sections = tuple(replace(s, max=number(s.max)) if isinstance(s.max, str) else s
+                         for s in self.sections)
+        return replace(self, sections=sections, context_window=number(self.context_window),
+                       output_reserve=number(self.output_reserve) or 0)
 
     def with_budgets(self, ratios: Mapping[str, float], minimums: Mapping[str, int]) -> Plan:
         """The plan with these sections' ratios and minimums (the project's budget table)."""

@@ -59,6 +59,7 @@ class State:
     truncated: set[str] = field(default_factory=set)
     reductions: list[Reduction] = field(default_factory=list)
     trimmed_items: dict[int, str] = field(default_factory=dict)  # id(item) -> reason its text was cut
+    full_tokens: dict[int, int] = field(default_factory=dict)  # id(cut item) -> its tokens before any cut
     window_cut: bool = False
     cues: dict[str, str] = field(default_factory=dict)  # section id -> the cue that replaced it
 
@@ -164,13 +165,18 @@ def order_items(
     plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo
 ) -> dict[str, list[Item]]:
     """Each section's items in render order: by the part's rank (the writer's own first, or those
-    named near the cursor first), then by key (highest first), then oldest first."""
+    named near the cursor first), then by key (highest first), then oldest first; or, for a part
+    ranked ``given``, in the order the source gave them."""
     ranks = {(s.id, p.id): p.rank for s in plan.sections for p in s.parts}
     mentioned = _mentioned([i for i in items if ranks.get((i.layer, i.section)) == "mentioned_first"], window)
     natural = memo.natural_id
 
+    given = {id(item): n for n, item in enumerate(items)}
+
     def rank(item: Item) -> tuple[bool, float, tuple[str, int, str]]:
         how = ranks[(item.layer, item.section)]
+        if how == "given":
+            return (False, 0.0, ("", given[id(item)], ""))
         if how == "user_first":
             demoted = item.origin != "user"
         elif how == "mentioned_first":
@@ -249,10 +255,32 @@ def _sequence(state: State, section_id: str, step: StepPlan) -> list[Item]:
     return sequence
 
 
+def _drop_groups(state: State, section_id: str, step: StepPlan, target: int, floor: int,
+                 size: int | None) -> tuple[int, int]:
+    """Drop whole groups, lowest key first (of equal keys, the one listed last), while over ``target``."""
+    before = size if size is not None else state.count(state.text(section_id))
+    groups: dict[str, list[Item]] = {}
+    for item in _sequence(state, section_id, replace(step, order="reverse")):
+        groups.setdefault(item.group or item.id, []).append(item)
+    ranked = sorted(groups.values(), key=lambda members: max(i.key for i in members))
+    current, gone = before, 0
+    for members in ranked:
+        if current <= target:
+            break
+        after = state.count(state.text(section_id, state.without(section_id, members)))
+        if floor and after < floor:
+            break
+        state.drop(section_id, members, step.reason)
+        current, gone = after, gone + len(members)
+    return gone, before
+
+
 def drop_lowest(
     state: State, section_id: str, step: StepPlan, target: int, floor: int, size: int | None
 ) -> tuple[int, int]:
     """Returns how many items went and the section's count before."""
+    if step.groups:
+        return _drop_groups(state, section_id, step, target, floor, size)
     sequence = _sequence(state, section_id, step)
     stop, before = drops_needed(state, section_id, sequence, size, target, floor)
     state.drop(section_id, sequence[:stop], step.reason)
@@ -327,8 +355,10 @@ def _rewrite_texts(state: State, section_id: str, step: StepPlan, change: Callab
     for item in state.kept[section_id]:
         new = change(item.text) if step.parts is None or item.section in step.parts else item.text
         if new != item.text:
+            full = state.full_tokens.pop(id(item), item.tokens)
             item = replace(item, text=new, tokens=state.count(new))
             state.trimmed_items[id(item)] = step.reason if step.reason != "budget" else step.step
+            state.full_tokens[id(item)] = full
             changed = True
         kept.append(item)
     state.kept[section_id] = kept

@@ -25,6 +25,17 @@ def list_body(part: PartPlan, texts: Sequence[str]) -> str:
     return part.separator.join(texts)
 
 
+def grouped_body(part: PartPlan, items: Sequence[Item], language: str) -> str:
+    """Items by their ``group``, in order of first appearance, each group under its own header line
+    (``{group}`` in the part's group header stands for the group's name)."""
+    groups: dict[str, list[str]] = {}
+    for item in items:
+        groups.setdefault(item.group or "", []).append(item.text)
+    header = localize(part.group_header, language)
+    return "\n".join(f"{header.replace('{group}', name)}\n{list_body(part, texts)}"
+                     for name, texts in groups.items())
+
+
 def wrap(part: PartPlan, body: str, language: str) -> str:
     """``body`` under the part's header and inside its begin/end delimiters; nothing if empty."""
     if not body:
@@ -52,14 +63,15 @@ def render_section(section: SectionPlan, items: Iterable[Item], texts: Mapping[s
     ``items`` are the section's kept items in render order; ``texts`` holds the
     already-rendered bodies of its window and text parts by part id.
     """
-    by_part: dict[str, list[str]] = {}
+    by_part: dict[str, list[Item]] = {}
     for item in items:
-        by_part.setdefault(item.section, []).append(item.text)
+        by_part.setdefault(item.section, []).append(item)
     parts = []
     for part in section.parts:
         if part.kind == "items":
             found = by_part.get(part.id)
-            body = list_body(part, found) if found else ""
+            body = "" if not found else (grouped_body(part, found, language) if part.group_header
+                                         else list_body(part, [i.text for i in found]))
         else:
             body = texts.get(part.id, "")
         text = wrap(part, body, language)

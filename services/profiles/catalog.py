@@ -22,7 +22,6 @@ class SourceInfo:
     kind: PartKind
     facts: tuple[str, ...] = ()  # facts true when the source gives anything
     bounded: bool = False  # bounded apart, not counted as the caller's input
-    needs_document: bool = False  # the request must name a document, a cursor and a skill
 
 
 BUILT_IN: dict[str, SourceInfo] = {
@@ -33,9 +32,16 @@ BUILT_IN: dict[str, SourceInfo] = {
     "retrieval.passages": SourceInfo("items", ("hasPassages",), bounded=True),
     "project.narrative": SourceInfo("items"),
     "project.style": SourceInfo("items"),
-    "document.window": SourceInfo("window", ("hasDocument",), needs_document=True),
+    "document.window": SourceInfo("window", ("hasDocument",)),
     "instruction": SourceInfo("text", ("hasInstruction",)),
     LITERAL: SourceInfo("text"),
+    # Interactive fiction: stored segments by scope (the game-master profile).
+    "segments.core": SourceInfo("items"),
+    "segments.ruleset": SourceInfo("items"),
+    "segments.world": SourceInfo("items"),
+    "segments.entry": SourceInfo("items"),
+    "segments.entry_start": SourceInfo("items", ("hasEntryStart",)),
+    "segments.npc": SourceInfo("items", ("hasNpcs",)),
 }
 
 # ${...} namespaces whose values the assembly publishes (project.name, system.skill, ...).

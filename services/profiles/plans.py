@@ -22,7 +22,7 @@ class PlanSource(Protocol):
 
 
 def built_in_documents() -> dict[str, dict[str, Any]]:
-    """Every built-in profile document, by name."""
+    """Every built-in profile document, by name: the default first, then by name."""
     found: dict[str, dict[str, Any]] = {}
     for entry in sorted(
         resources.files("services.profiles").joinpath("builtin").iterdir(), key=lambda e: e.name
@@ -30,7 +30,8 @@ def built_in_documents() -> dict[str, dict[str, Any]]:
         if entry.name.endswith(".json"):
             document = json.loads(entry.read_text(encoding="utf-8"))
             found[document["name"]] = document
-    return found
+    # The default first, then by name.
+    return dict(sorted(found.items(), key=lambda kv: (kv[0] != DEFAULT_PROFILE_NAME, kv[0])))
 
 
 class BuiltInPlans:
@@ -46,5 +47,5 @@ class BuiltInPlans:
     async def plan(self, project_id: str, name: str) -> Plan:
         found = self.resolved.get(name)
         if found is None:
-            raise ProfileNotFound(name=name)
+            raise ProfileNotFound()
         return found.plan

@@ -19,6 +19,7 @@ from services.context.plan import Condition, Line, PartPlan, Plan, SectionPlan, 
 from services.profiles.catalog import DEFAULT_CATALOG, LITERAL, Catalog
 from services.profiles.schema import ProfileDocument
 
+_PART_KEYS = ("source", "content", "format", "rank", "dedupe", "audit")  # a one-source section's part
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 MAX_DEPTH = 8
 
@@ -75,8 +76,9 @@ def _chain(document: ProfileDocument, lookup: Lookup) -> list[ProfileDocument]:
                     }
                 ]
             )
-        if len(chain) > MAX_DEPTH:
-            raise Invalid([{"path": "/extends", "message": f"extends is deeper than {MAX_DEPTH} profiles"}])
+        if len(chain) >= MAX_DEPTH:
+            message = f"a profile extends at most {MAX_DEPTH - 1} others"
+            raise Invalid([{"path": "/extends", "message": message}])
         raw = lookup(parent_name)
         if raw is None:
             raise Invalid([{"path": "/extends", "message": "no profile of this name to extend"}])
@@ -107,7 +109,7 @@ def flatten(document: ProfileDocument, lookup: Lookup) -> tuple[dict[str, Any], 
         own = depth == len(chain) - 1
         raw = profile.model_dump(by_alias=True, exclude_unset=True, exclude_none=True)
         merged["variables"].update(raw.get("variables", {}))
-        for key in ("roles", "trim", "lastResort"):
+        for key in ("roles", "trim", "lastResort", "budget"):
             if key in raw:
                 merged[key] = raw[key]
         for section_id, section in raw.get("sections", {}).items():
@@ -203,7 +205,7 @@ class _Builder:
         if raw.get("content") is not None and source != LITERAL:
             self.problem(at + "/content", "content lines belong to a literal source")
         fmt = raw.get("format") or {}
-        for key in ("header", "begin", "end", "cursor"):
+        for key in ("header", "begin", "end", "cursor", "group"):
             for text in [fmt[key]] if isinstance(fmt.get(key), str) else (fmt.get(key) or {}).values():
                 if PLACEHOLDER.search(text):
                     self.problem(f"{at}/format/{key}", "formats take no placeholders")
@@ -223,6 +225,7 @@ class _Builder:
             dedupe=raw.get("dedupe", "text"),
             bounded=info.bounded,
             audit=bool(raw.get("audit")),
+            group_header=_local(fmt.get("group")),
         )
 
     def steps(
@@ -255,6 +258,7 @@ class _Builder:
                     cue=_local(step.get("cue")),
                     reason=step.get("reason", "budget"),
                     warn=step.get("warn"),
+                    groups=bool(step.get("groups")),
                 )
             )
         return tuple(out)
@@ -264,7 +268,7 @@ class _Builder:
         if raw.get("parts") and (raw.get("source") or raw.get("content") is not None):
             self.problem(at, "a section has either parts or a source and content, not both")
         raw_parts = raw.get("parts") or [
-            {"id": section_id, **{k: raw[k] for k in ("source", "content", "format") if k in raw}}
+            {"id": section_id, **{k: raw[k] for k in _PART_KEYS if k in raw}}
         ]
         built = [
             self.part(p, f"{at}/parts/{n}" if raw.get("parts") else at, section_id)
@@ -288,7 +292,7 @@ class _Builder:
             condition=self.condition(raw.get("condition"), at + "/condition"),
             ratio=float(budget.get("ratio", 0.0)),
             minimum=int(budget.get("minimum", 0)),
-            max=budget.get("max"),
+            max=self.tokens(budget.get("max"), at + "/budget/max"),
             steps=steps,
             never=bool(raw.get("never")),
             candidates=raw.get("candidates"),
@@ -326,6 +330,7 @@ class _Builder:
         sections = tuple(self.section(sid, raw, roles[sid]) for sid, raw in ordered)
         self.check_sections(sections)
         trim = self.trim(sections)
+        window = flat.get("budget") or {}
         return Plan(
             name=flat["name"],
             sections=sections,
@@ -334,7 +339,18 @@ class _Builder:
             variables={k: v.get("default") or "" for k, v in self.variables.items()},
             facts={f: s for f, s in self.facts.items() if f in self.used_facts},
             lineage=self.lineage,
+            context_window=self.tokens(window.get("contextWindow"), "/budget/contextWindow"),
+            output_reserve=self.tokens(window.get("outputReserve", 0), "/budget/outputReserve") or 0,
         )
+
+    def tokens(self, value: int | str | None, at: str) -> int | str | None:
+        """A number of tokens, or the name of the declared variable that will give it."""
+        if not isinstance(value, str):
+            return value
+        name = value[2:-1]
+        if name not in self.variables:
+            self.problem(at, "names an unknown variable: declare it under variables")
+        return name
 
     def check_sections(self, sections: tuple[SectionPlan, ...]) -> None:
         ratios = sum(s.ratio for s in sections)
@@ -372,6 +388,11 @@ class _Builder:
                 self.problem(_pointer("trim", n), "this step is listed twice")
             else:
                 out.append(steps[name])
+        for s in sections:
+            for n, step in enumerate(s.steps):
+                if step not in out:
+                    self.problem(_pointer("sections", s.id, "reduce", n),
+                                 "this step is not in trim, so it would never run: list it there")
         return tuple(out)
 
     def last_resort(self, sections: tuple[SectionPlan, ...], trim: tuple[StepPlan, ...]) -> tuple[str, ...]:

@@ -63,16 +63,30 @@ class Format(_Model):
     begin: LocalText | None = None
     end: LocalText | None = None
     cursor: LocalText | None = Field(default=None, description="document.window: marks the cursor")
+    group: LocalText | None = Field(
+        default=None, description="items by their group, each under this line; {group} is the group's name")
     list: Literal["plain", "numbered", "bulleted"] = "plain"
     separator: Text | None = Field(
         default=None, description="between items of a plain list; default a blank line"
     )
 
 
+VarRef = Annotated[str, Field(pattern=r"^\$\{[A-Za-z][A-Za-z0-9_]{0,63}\}$")]
+"""A number the request gives: ``"${tokenBudget}"`` takes the declared variable's value."""
+Tokens = Annotated[int, Field(ge=0, le=10_000_000)] | VarRef
+
+
 class Budget(_Model):
     ratio: float = Field(default=0.0, ge=0, le=1, description="share of the total budget")
     minimum: int = Field(default=0, ge=0, le=10_000_000, description="tokens the first pass never goes under")
-    max: int | None = Field(default=None, ge=0, le=10_000_000, description="a cap for `cap` reduction steps")
+    max: Tokens | None = Field(default=None, description="a cap for `cap` reduction steps (tokens or ${var})")
+
+
+class ProfileBudget(_Model):
+    """The profile's own context window, instead of the project's budget table."""
+
+    context_window: Tokens = Field(description="tokens, or a ${variable} the request sets")
+    output_reserve: Tokens = 0
 
 
 StepName = Literal["drop_lowest", "cut_far_end", "trim_chars", "summary_cue", "lower_tier", "drop_section"]
@@ -108,10 +122,17 @@ class Step(_Model):
     cue: LocalText | None = Field(
         default=None, description="summary_cue: the text that stands for the section"
     )
+    groups: bool = Field(default=False,
+                         description="drop_lowest: whole groups (e.g. an NPC), lowest key first")
     reason: Annotated[str, Field(pattern=r"^[a-z_]{1,32}$")] | None = Field(
         default=None, description="the reason given to dropped items (default: budget)"
     )
     warn: Literal["below_minimum", "overbudget"] | None = None
+
+
+Rank = Literal["key", "user_first", "mentioned_first", "given"]
+RANK_DOC = ("render order of items: by key (highest first); the writer's own first; named near the cursor "
+            "first; as the source gave them")
 
 
 class Part(_Model):
@@ -122,10 +143,7 @@ class Part(_Model):
     content: list[Text | Line] | None = Field(default=None, max_length=MAX_LINES)
     format: Format = Format()
     condition: Condition | None = None
-    rank: Literal["key", "user_first", "mentioned_first"] = Field(
-        default="key",
-        description="render order of items: by key; writer's items first; named near the cursor first",
-    )
+    rank: Rank = Field(default="key", description=RANK_DOC)
     audit: bool = Field(default=False, description="log the ids of items cut from this part")
     dedupe: Literal["id", "text", "window"] = Field(
         default="text", description="screening: by id only; also by text; also against the window text"
@@ -146,6 +164,9 @@ class Section(_Model):
     source: Annotated[str, Field(max_length=96)] | None = None
     content: list[Text | Line] | None = Field(default=None, max_length=MAX_LINES)
     format: Format | None = None
+    rank: Rank | None = Field(default=None, description="with source: " + RANK_DOC)
+    dedupe: Literal["id", "text", "window"] | None = Field(default=None, description="with source: see Part")
+    audit: bool | None = Field(default=None, description="with source: see Part")
     parts: list[Part] | None = Field(default=None, max_length=16)
     budget: Budget | None = None
     reduce: list[Step] | None = Field(default=None, max_length=16)
@@ -176,6 +197,7 @@ class ProfileDocument(_Model):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     description: Text | None = None
     extends: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
+    budget: ProfileBudget | None = None
     variables: dict[Annotated[str, Field(pattern=ID_PATTERN)], Variable] = Field(
         default_factory=dict, max_length=64
     )

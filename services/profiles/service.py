@@ -99,11 +99,11 @@ class ProfileService:
     # --- the channels' operations --------------------------------------------------------------
 
     async def list(self, project_id: str) -> list[ProfileSummary]:
-        """The built-ins (by name), then the project's own profiles by name."""
+        """The built-ins (the default first, then by name), then the project's own profiles by name."""
         own = await self._own(project_id)
         built = [ProfileSummary(name=name, description=document.get("description"),
                                 extends=document.get("extends"), built_in=True, version=1)
-                 for name, document in sorted(self._built_ins.documents.items())]
+                 for name, document in self._built_ins.documents.items()]
         return built + [ProfileSummary(name=p.name, description=p.description, extends=p.extends,
                                        built_in=False, version=p.version) for p in own.values()]
 

@@ -11,8 +11,12 @@ from typing import Any
 
 import pytest
 
+from services.profiles.plans import built_in_documents
 from tests.support.client import RpcClient
 from tests.support.scenarios import Project, rpc_error
+
+# The built-in profiles, the default first, as profile:list gives them.
+BUILT_INS = list(built_in_documents())
 
 NOVEL_SECTIONS = ["rules", "settings", "retrieved", "immediate"]
 
@@ -55,8 +59,9 @@ async def test_put_get_validate_delete_round_trip(project: Project) -> None:
     assert (created["profile"], created["version"], created["builtIn"]) == (document, 1, False)
     assert list(created["resolved"]["sections"]) == [*NOVEL_SECTIONS, "notes"]
     listed = await project.rpc.call("profile:list", {"projectId": project.project_id})
-    assert listed["profiles"][1:] == [{"name": "brief", "description": "novel, briefer", "extends": "novel",
-                                       "builtIn": False, "version": 1}]
+    assert listed["profiles"][len(BUILT_INS):] == [
+        {"name": "brief", "description": "novel, briefer", "extends": "novel", "builtIn": False,
+         "version": 1}]
     updated = await put(project, {**document, "description": "v2"}, version=1)
     assert updated["version"] == 2
     got = await project.rpc.call("profile:get", {"projectId": project.project_id, "name": "brief"})
@@ -103,7 +108,7 @@ async def test_invalid_profiles_answer_problems_at_paths(project: Project, case:
                                                           "projectId": project.project_id})
     assert (checked["valid"], checked["problems"], checked["resolved"]) == (False, problems, None)
     listed = await project.rpc.call("profile:list", {"projectId": project.project_id})
-    assert [p["name"] for p in listed["profiles"]] == ["novel"]
+    assert [p["name"] for p in listed["profiles"]] == BUILT_INS
 
 
 async def test_an_extends_cycle_is_refused(project: Project) -> None:

@@ -9,8 +9,12 @@ import pytest
 
 from ipc.openrpc import openrpc_document
 from ipc.registry import Registry
+from services.profiles.plans import built_in_documents
 from services.profiles.schema import json_schema
 from tests.ipc.channels.conftest import Rpc, assert_documented
+
+# The built-in profiles, the default first, as profile:list gives them.
+BUILT_INS = list(built_in_documents())
 
 # The module shares one event loop with its services (see conftest.services).
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -44,8 +48,8 @@ async def test_put_get_validate_delete_round_trip(rpc: Rpc, project_id: str) -> 
     assert (created["profile"], created["version"], created["builtIn"]) == (document, 1, False)
     assert created["resolved"]["sections"] == document["sections"]
     listed = await rpc.call("profile:list", {"projectId": project_id})
-    assert listed["profiles"][1:] == [{"name": "greeting", "description": "one line", "extends": None,
-                                       "builtIn": False, "version": 1}]
+    assert listed["profiles"][len(BUILT_INS):] == [
+        {"name": "greeting", "description": "one line", "extends": None, "builtIn": False, "version": 1}]
     changed = doc("greeting", description="two")
     updated = await rpc.call("profile:put", {"projectId": project_id, "name": "greeting", "profile": changed,
                                              "version": 1})

@@ -249,8 +249,9 @@ async def test_a_vector_from_another_project_fails_the_scope_check(standalone: S
     hits = await retrieval.search("p1", "钥匙藏在灯塔第三级台阶下的砖缝里")
     foreign = [h for h in hits if h.project_id != "p1"]
     assert [h.project_id for h in foreign] == ["intruder"]
+    item = RetrievalProvider._item(foreign[0], _gather_context(), True, ("retrieved", "passages"))
     with pytest.raises(ScopeViolation):
-        check_scope([RetrievalProvider._item(foreign[0], _gather_context(), True)], "p1")
+        check_scope([item], "p1")
 
 
 def _gather_context() -> GatherContext:
