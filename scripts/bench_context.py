@@ -72,13 +72,15 @@ from main.config import Config
 from scripts import benchlib
 from scripts.benchlib import LoadMeter, fmt, pct, percentile, request_text, sentence, table
 from services.caches import SourceCaches
-from services.context.budget import make_budget
+from services.context.budget import make_budget, window_allowance
 from services.context.counting import CountCache
 from services.context.engine import Request, assemble
 from services.context.hashing import prefix_hashes
-from services.context.models import DEFAULT_PROFILE, LAYER_ORDER, Assembly, Item, Layer, Window
-from services.context.render import join_layers
+from services.context.memo import BoundedMemo
+from services.context.models import DEFAULT_PROFILE, Assembly, Item, Layer, Window
+from services.context.render import join_sections
 from services.context.skills import get_skill
+from services.profiles.plans import BuiltInPlans
 from services.sources.base import GatherContext
 from services.sources.providers import (
     KnowledgeGraphProvider,
@@ -136,6 +138,12 @@ class Corpus:
     narrative_person: str = "第一人称"
     style_notes: str = "冷静克制的叙述，中文为主，外国角色的对白保留英文原文。"
     instruction: str = "继续写 Adrian 在灯室里发现那封信之后的场景，保持悬念。"
+
+
+# The default profile, as the assembly service resolves it for a project with the default budget.
+NOVEL = BuiltInPlans().resolved["novel"].plan
+# The engine's memo of one project, as the composition root keeps it.
+MEMO = BoundedMemo()
 
 
 def _character_names(rng: random.Random, count: int) -> list[str]:
@@ -236,8 +244,8 @@ def prepare_window(text: str, cursor: int, counter: CountCache) -> tuple[Window,
     """The window and system-prompt tokens, as the service prepares them (``_prepare``)."""
     skill = get_skill(SKILL)
     system_tokens = counter.count(skill.prompt_for(LANGUAGE))
-    budget = make_budget(DEFAULT_PROFILE, system_tokens)
-    tokens = min(budget.total, max(budget.shares[Layer.IMMEDIATE], budget.minimums[Layer.IMMEDIATE]))
+    budget = make_budget(DEFAULT_PROFILE, NOVEL, system_tokens)
+    tokens = window_allowance(budget, NOVEL.section(Layer.IMMEDIATE))
     return cut_window(text, cursor, skill, tokens, counter), system_tokens
 
 
@@ -278,7 +286,7 @@ async def engine_request(corpus: Corpus, text: str, cursor: int, counter: CountC
     window, system_tokens = prepare_window(text, cursor, counter)
     items = await gather_items(corpus, window, counter)
     instruction = corpus.instruction.strip()
-    return Request(project_id=PROJECT_ID, language=LANGUAGE, profile=DEFAULT_PROFILE,
+    return Request(project_id=PROJECT_ID, language=LANGUAGE, plan=NOVEL, profile=DEFAULT_PROFILE,
                    system_prompt_tokens=system_tokens, items=items, window=window,
                    instruction=instruction, instruction_tokens=counter.count(instruction))
 
@@ -381,7 +389,7 @@ def repeat(times: int, request: Request, counter: Callable[[], CountCache]) -> C
     """A warm-up: assemble ``request`` ``times`` times, each with ``counter()``."""
     def run() -> None:
         for _ in range(times):
-            assemble(request, counter())
+            assemble(request, counter(), MEMO)
 
     return run
 
@@ -403,12 +411,12 @@ def run_engine(label: str, pick: Callable[[int], tuple[Request, CountCache]], ca
         request, counter = pick(i)
         t0 = clock()
         try:
-            last = assemble(request, counter)
+            last = assemble(request, counter, MEMO)
         except Exception:  # counted, never fatal: the report shows it
             errors += 1
             continue
         t1 = clock()
-        make_budget(request.profile, request.system_prompt_tokens)
+        make_budget(request.profile, request.plan, request.system_prompt_tokens)
         t2 = clock()
         samples.append((t1 - t0) * 1e3)
         for stage in STAGES:
@@ -420,7 +428,7 @@ def run_engine(label: str, pick: Callable[[int], tuple[Request, CountCache]], ca
 
 def bench_hash(assembly: Assembly, calls: int) -> Phase:
     """``prefix_hashes`` (four SHA-256 of growing prefixes) over an assembled prompt."""
-    prompt, ends = join_layers({layer: assembly.layers[layer].text for layer in LAYER_ORDER})
+    prompt, ends = join_sections(NOVEL, {name: layer.text for name, layer in assembly.layers.items()})
     samples: list[float] = []
     errors = 0
     clock = time.perf_counter
@@ -451,12 +459,12 @@ async def bench_cold_document(corpus: Corpus, document: str, tokenizer: Tokenize
             t1 = clock()
             items = await gather_items(corpus, window, counter)
             instruction = corpus.instruction.strip()
-            request = Request(project_id=PROJECT_ID, language=LANGUAGE, profile=DEFAULT_PROFILE,
+            request = Request(project_id=PROJECT_ID, language=LANGUAGE, plan=NOVEL, profile=DEFAULT_PROFILE,
                               system_prompt_tokens=system_tokens, items=items, window=window,
                               instruction=instruction,
                               instruction_tokens=counter.count(instruction))
             t2 = clock()
-            assemble(request, counter)
+            assemble(request, counter, BoundedMemo())
         except Exception:
             errors += 1
             continue
@@ -668,11 +676,11 @@ def _profile_report(profiler: cProfile.Profile, calls: int, top: int) -> dict[st
 def profile_engine(request: Request, counter: CountCache, calls: int,
                    top: int = 15) -> dict[str, Any]:
     """cProfile of ``calls`` warm engine assemblies of the same request."""
-    assemble(request, counter)
+    assemble(request, counter, MEMO)
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(calls):
-        assemble(request, counter)
+        assemble(request, counter, MEMO)
     profiler.disable()
     return _profile_report(profiler, calls, top)
 
@@ -809,7 +817,7 @@ def describe_data(corpus: Corpus, request: Request, assembly: Assembly,
         "gathered_item_tokens": sum(i.tokens for i in request.items),
         "window_tokens": (window.tokens_before + window.tokens_after) if window else 0,
         "budget_total": assembly.budget.total, "prompt_tokens": assembly.token_count,
-        "layers": {layer.value: {"tokens": result.tokens, "items": result.items,
+        "layers": {layer: {"tokens": result.tokens, "items": result.items,
                                  "truncated": result.truncated}
                    for layer, result in assembly.layers.items()},
         "candidates": fates, "warnings": list(assembly.warnings),
