@@ -37,9 +37,10 @@ def _create_tables(engine: Engine) -> None:
 # version -> migration step; tables added by later versions are created by
 # create_all, so a step holds only what create_all cannot do (e.g. ALTER).
 # 1: strata_meta; 2: projects, settings, constraints, kg, memories, budget profiles;
-# 3: the retrieval index (state, documents, chunks); 4: per-project assembly profiles.
+# 3: the retrieval index (state, documents, chunks); 4: per-project assembly profiles;
+# 5: prompt segments (the game-master profile's stored scopes).
 MIGRATIONS: dict[int, Callable[[Engine], None]] = {1: _create_tables, 2: _create_tables, 3: _create_tables,
-                                                   4: _create_tables}
+                                                   4: _create_tables, 5: _create_tables}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column
+from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
 
@@ -113,6 +113,32 @@ class ProfileRow(SQLModel, table=True):
     project_id: str = Field(primary_key=True, foreign_key="project.id", max_length=32)
     name: str = Field(primary_key=True, max_length=64)
     document: str
+    version: int = Field(default=1)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class SegmentRow(SQLModel, table=True):
+    """A stored prompt segment (the game-master profile): its scope, the thing it belongs to
+    (``ref_id``, such as ``world.mystika``; none for some core segments), its text and metadata.
+
+    Ids are never reused (SQLite AUTOINCREMENT), so an exported file that names a deleted
+    segment's id cannot update another segment by mistake.
+    """
+
+    __tablename__ = "segment"
+    __table_args__ = (Index("ix_segment_project_scope_ref", "project_id", "scope", "ref_id"),
+                      {"sqlite_autoincrement": True})
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: str = Field(foreign_key="project.id", max_length=32)
+    scope: str = Field(max_length=16)  # core | ruleset | world | entry | entry_start | npc | ...
+    ref_id: str | None = Field(default=None, max_length=200)
+    content: str
+    tier: int = Field(default=0)
+    type: str | None = Field(default=None, max_length=64)
+    priority: int = Field(default=0)
+    active: bool = Field(default=True)
+    locale: str | None = Field(default=None, max_length=35)
     version: int = Field(default=1)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
