@@ -19,6 +19,7 @@ from ipc.channels.memory import register_memory
 from ipc.channels.profiles import register_profiles
 from ipc.channels.projects import register_projects
 from ipc.channels.retrieval import register_retrieval
+from ipc.channels.segments import register_segments
 from ipc.channels.system import Limits, TokenizerDescription, register_system
 from ipc.dispatch import Dispatcher
 from ipc.registry import Registry
@@ -42,6 +43,8 @@ from services.retrieval import create_retrieval
 from services.retrieval.provider import RetrievalProvider
 from services.retrieval.service import Retrieval
 from services.retrieval.vectors import close_vector_store, open_vector_store
+from services.segments import SegmentService
+from services.segments.provider import SegmentsProvider
 from services.sources.providers import (
     EpisodicMemoryProvider,
     KnowledgeGraphProvider,
@@ -142,6 +145,8 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     register_knowledge(registry, constraints=constraints, kg=kg)
     register_memory(registry, semantic=semantic, episodic=episodic)
     register_retrieval(registry, retrieval)
+    segments = SegmentService(database)
+    register_segments(registry, segments)
     profiles = BudgetProfiles(database)
     # The assembly's plans: the built-in profiles and each project's own.
     assembly_profiles = ProfileService(database, BuiltInPlans())
@@ -159,6 +164,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
             EpisodicMemoryProvider(partial(episodic.list, limit=EPISODES_CONSIDERED),
                                    texts=caches.episode_texts),
             RetrievalProvider(retrieval, services.tokenizer.info.encoding),
+            SegmentsProvider(segments.active),
         ),
         tokenizers=TokenizerRegistry(config.tokenizer_encoding),
         plans=assembly_profiles,
