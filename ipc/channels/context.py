@@ -90,6 +90,8 @@ class StepInfo(WireModel):
     step: str
     tokens_before: int
     tokens_after: int
+    estimated: bool = Field(description="tokensBefore is the count after plus each dropped item's own count: "
+                                        "the section was not counted whole before this drop")
 
 
 class ReductionInfo(StepInfo):
@@ -250,7 +252,8 @@ def _result_fields(outcome: Outcome) -> dict[str, object]:
     steps: dict[str, list[StepInfo]] = {}
     for r in a.reductions:
         steps.setdefault(r.section, []).append(
-            StepInfo(step=r.step, tokens_before=r.tokens_before, tokens_after=r.tokens_after))
+            StepInfo(step=r.step, tokens_before=r.tokens_before, tokens_after=r.tokens_after,
+                     estimated=r.estimated))
     return {
         "prompt": a.prompt, "token_count": a.token_count, "stable_prefix_hash": a.stable_prefix_hash,
         "stable_prefix_unchanged": outcome.stable_prefix_unchanged,
@@ -269,7 +272,8 @@ def _result_fields(outcome: Outcome) -> dict[str, object]:
                      for name, layer in a.layers.items()],
         "messages": [MessageInfo(role=m.role, content=m.content) for m in a.messages(outcome.system_prompt)],
         "reductions": [ReductionInfo(section=r.section, step=r.step, tokens_before=r.tokens_before,
-                                     tokens_after=r.tokens_after) for r in a.reductions],
+                                     tokens_after=r.tokens_after, estimated=r.estimated)
+                       for r in a.reductions],
     }
 
 

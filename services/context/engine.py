@@ -146,7 +146,7 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
     # The hash of the last stable section's end is the hash of prompt[:stable_end]: the stable prefix's.
     stable_hash = hashes[stable[-1]] if stable else sha256_hex("")
     layers = {
-        s.id: LayerResult(tokens=state.count(texts[s.id]), truncated=s.id in state.truncated,
+        s.id: LayerResult(tokens=state.size(s.id), truncated=s.id in state.truncated,
                           text=texts[s.id], items=len(state.kept[s.id]), role=s.role,
                           chunks=any(p.bounded for p in s.parts))
         for s in plan.sections

@@ -45,23 +45,25 @@ class NoMemo:
 
 
 class BoundedMemo:
-    """Keeps the most recent answers, at most ``max_entries`` of each kind and ``max_chars``
-    characters of normalized text, safe across the worker threads assemblies run in."""
+    """Keeps answers, at most ``max_entries`` of each kind and ``max_chars`` characters of
+    normalized text, the oldest going first, safe across the worker threads assemblies run in.
+
+    A hit reads without the lock (one dict lookup, atomic in CPython): the same few hundred
+    records are looked up at every assembly, so the hit path is the one to keep short.
+    """
 
     def __init__(self, max_entries: int = 8192, max_chars: int = 2_000_000) -> None:
         self._max = max_entries
         self._max_chars = max_chars
         self._chars = 0
-        self._norms: OrderedDict[str, str] = OrderedDict()
+        self._norms: dict[str, str] = {}
         self._ids: dict[str, NaturalId] = {}
         self._lock = threading.Lock()
 
     def norm(self, text: str) -> str:
-        with self._lock:
-            hit = self._norms.get(text)
-            if hit is not None:
-                self._norms.move_to_end(text)
-                return hit
+        hit = self._norms.get(text)
+        if hit is not None:
+            return hit
         value = norm(text)
         if len(text) + len(value) > self._max_chars // 4:
             return value  # one huge text would evict everything else
@@ -70,8 +72,8 @@ class BoundedMemo:
                 self._chars += len(text) + len(value)
             self._norms[text] = value
             while len(self._norms) > self._max or self._chars > self._max_chars:
-                old, old_value = self._norms.popitem(last=False)
-                self._chars -= len(old) + len(old_value)
+                old = next(iter(self._norms))
+                self._chars -= len(old) + len(self._norms.pop(old))
         return value
 
     def natural_id(self, item_id: str) -> NaturalId:

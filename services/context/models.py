@@ -127,12 +127,18 @@ class LayerResult:
 
 @dataclass(frozen=True, slots=True)
 class Reduction:
-    """One reduction step taken: which section, which rung of its ladder, tokens before and after."""
+    """One reduction step taken: which section, which rung of its ladder, tokens before and after.
+
+    ``estimated``: the section was first measured by this step (a drop of whole items, which
+    needs no count of the section before it), so ``tokens_before`` is the count after plus each
+    dropped item's own count and a separator, not a count of the text before.
+    """
 
     section: str
     step: str
     tokens_before: int
     tokens_after: int
+    estimated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

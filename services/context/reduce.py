@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 _log = structlog.get_logger("context.reduce")
 _MAX_FIX_ROUNDS = 64
+Rank = tuple[bool, float, tuple[str, int, str]]  # an item's place in render order
+UNCOUNTED = -1  # the section was not counted before the step
 _ENDS = frozenset("。！？!?.…\n")
 _CLOSERS = frozenset("\"'”’」』）)】")
 ELLIPSIS = "…"
@@ -61,6 +63,7 @@ class State:
     trimmed_items: dict[int, str] = field(default_factory=dict)  # id(item) -> reason its text was cut
     full_tokens: dict[int, int] = field(default_factory=dict)  # id(cut item) -> its tokens before any cut
     window_cut: bool = False
+    sizes: dict[str, int] = field(default_factory=dict)  # section id -> its exact count, while unchanged
     cues: dict[str, str] = field(default_factory=dict)  # section id -> the cue that replaced it
 
     @classmethod
@@ -140,25 +143,44 @@ class State:
         self.kept[section_id] = self.without(section_id, gone)
         for item in gone:
             self.reports.append(dropped(item, reason if isinstance(reason, str) else reason(item)))
-        self.truncated.add(section_id)
+        self.mark(section_id)
         for part in self.section(section_id).parts:
             if part.audit:  # one line for all, each by id: a log line costs more than the cut itself
                 cut = [item.id for item in gone if item.section == part.id]
                 if cut:
                     _log.info(f"context.{part.id}_cut", project_id=self.request.project_id, **{part.id: cut})
 
-    def record(self, step: StepPlan | str, section_id: str, before: int, after: int) -> None:
+    def mark(self, section_id: str) -> None:
+        """The section lost something: it is truncated, and its known size is stale."""
+        self.truncated.add(section_id)
+        self.sizes.pop(section_id, None)
+
+    def size(self, section_id: str) -> int:
+        """The section's exact count as it is now (kept until it changes)."""
+        known = self.sizes.get(section_id)
+        if known is None:
+            known = self.sizes[section_id] = self.count(self.text(section_id))
+        return known
+
+    def record(self, step: StepPlan | str, section_id: str, before: int, after: int,
+               gone: Sequence[Item] = ()) -> None:
+        """Report a step; a ``before`` of :data:`UNCOUNTED` is estimated from what ``gone`` held."""
         name = step if isinstance(step, str) else step.id
-        self.reductions.append(Reduction(section_id, name, before, after))
-        _log.debug("context.reduced", section=section_id, step=name, tokens_before=before, tokens_after=after)
+        estimated = before == UNCOUNTED
+        if estimated:
+            before = after + sum(max(item.tokens, 0) + 1 for item in gone)
+        self.reductions.append(Reduction(section_id, name, before, after, estimated))
+        self.sizes[section_id] = after
 
 
 # --- ordering -------------------------------------------------------------------------------
 
 
 def _mentioned(items: Sequence[Item], window: Window | None) -> set[str]:
-    text = (window.before + window.after) if window else ""
-    return {i.id for i in items if i.names and any(name and name in text for name in i.names)}
+    """Ids of the items one of whose names stands in the text around the cursor."""
+    contains = ((window.before + window.after) if window else "").__contains__
+    # map/filter/any keep the per-name loop in C: this runs over every entity at every assembly.
+    return {i.id for i in items if i.names and any(map(contains, filter(None, i.names)))}
 
 
 def order_items(
@@ -168,27 +190,30 @@ def order_items(
     named near the cursor first), then by key (highest first), then oldest first; or, for a part
     ranked ``given``, in the order the source gave them."""
     ranks = {(s.id, p.id): p.rank for s in plan.sections for p in s.parts}
-    mentioned = _mentioned([i for i in items if ranks.get((i.layer, i.section)) == "mentioned_first"], window)
+    by_rank: dict[str, list[tuple[int, Item]]] = {}
+    for n, item in enumerate(items):
+        by_rank.setdefault(ranks[(item.layer, item.section)], []).append((n, item))
+    mentioned = _mentioned([i for _, i in by_rank.get("mentioned_first", ())], window)
     natural = memo.natural_id
-
-    given = {id(item): n for n, item in enumerate(items)}
-
-    def rank(item: Item) -> tuple[bool, float, tuple[str, int, str]]:
-        how = ranks[(item.layer, item.section)]
+    keyed: list[tuple[Rank, Item]] = []
+    for how, found in by_rank.items():
         if how == "given":
-            return (False, 0.0, ("", given[id(item)], ""))
-        if how == "user_first":
-            demoted = item.origin != "user"
+            keyed += (((False, 0.0, ("", n, "")), i) for n, i in found)
+        elif how == "user_first":
+            keyed += (((i.origin != "user", -i.key, natural(i.id)), i) for _, i in found)
         elif how == "mentioned_first":
-            demoted = item.id not in mentioned
+            keyed += (((i.id not in mentioned, -i.key, natural(i.id)), i) for _, i in found)
         else:
-            demoted = False
-        return (demoted, -item.key, natural(item.id))
+            keyed += (((False, -i.key, natural(i.id)), i) for _, i in found)
+    by_section: dict[str, list[tuple[Rank, Item]]] = {
+        s.id: [] for s in plan.sections}
+    for entry in keyed:
+        by_section[entry[1].layer].append(entry)
+    return {sid: [item for _, item in sorted(found, key=_first)] for sid, found in by_section.items()}
 
-    by_section: dict[str, list[Item]] = {s.id: [] for s in plan.sections}
-    for item in items:
-        by_section[item.layer].append(item)
-    return {sid: sorted(found, key=rank) for sid, found in by_section.items()}
+
+def _first(entry: tuple[Rank, Item]) -> Rank:
+    return entry[0]
 
 
 # --- drop_lowest ------------------------------------------------------------------------------
@@ -238,7 +263,7 @@ def drops_needed(
     if floor and size_after(stop) < floor:
         # The loop checks the section without the next item before dropping it.
         stop = first_true(lambda k: size_after(k) < floor, 0, stop, stop) - 1
-    return stop, (size_after(0) if stop else counts.get(0, 0))
+    return stop, counts.get(0, UNCOUNTED)
 
 
 def _sequence(state: State, section_id: str, step: StepPlan) -> list[Item]:
@@ -256,14 +281,14 @@ def _sequence(state: State, section_id: str, step: StepPlan) -> list[Item]:
 
 
 def _drop_groups(state: State, section_id: str, step: StepPlan, target: int, floor: int,
-                 size: int | None) -> tuple[int, int]:
+                 size: int | None) -> tuple[list[Item], int]:
     """Drop whole groups, lowest key first (of equal keys, the one listed last), while over ``target``."""
     before = size if size is not None else state.count(state.text(section_id))
     groups: dict[str, list[Item]] = {}
     for item in _sequence(state, section_id, replace(step, order="reverse")):
         groups.setdefault(item.group or item.id, []).append(item)
     ranked = sorted(groups.values(), key=lambda members: max(i.key for i in members))
-    current, gone = before, 0
+    current, gone = before, []
     for members in ranked:
         if current <= target:
             break
@@ -271,20 +296,23 @@ def _drop_groups(state: State, section_id: str, step: StepPlan, target: int, flo
         if floor and after < floor:
             break
         state.drop(section_id, members, step.reason)
-        current, gone = after, gone + len(members)
+        current = after
+        gone += members
     return gone, before
 
 
 def drop_lowest(
     state: State, section_id: str, step: StepPlan, target: int, floor: int, size: int | None
-) -> tuple[int, int]:
-    """Returns how many items went and the section's count before."""
+) -> tuple[list[Item], int]:
+    """Returns the items that went and the section's count before (:data:`UNCOUNTED` if the
+    section was not counted whole before: the drop did not need it)."""
     if step.groups:
         return _drop_groups(state, section_id, step, target, floor, size)
     sequence = _sequence(state, section_id, step)
     stop, before = drops_needed(state, section_id, sequence, size, target, floor)
-    state.drop(section_id, sequence[:stop], step.reason)
-    return stop, before
+    gone = sequence[:stop]
+    state.drop(section_id, gone, step.reason)
+    return gone, before
 
 
 # --- text steps ---------------------------------------------------------------------------------
@@ -300,7 +328,7 @@ def _cut_window(state: State, section_id: str, target: int) -> None:
     state.before = keep_tail(state.before, room - after_room, state.count)
     state.after = keep_head(state.after, after_room, state.count)
     state.window_cut = True
-    state.truncated.add(section_id)
+    state.mark(section_id)
 
 
 def _text_keys(state: State, section_id: str, step: StepPlan | None) -> list[tuple[str, str]]:
@@ -325,7 +353,7 @@ def cut_far_end(state: State, section_id: str, step: StepPlan | None, target: in
         state.texts[key] = keep_head(text, max(state.count(text) - excess, 0), state.count)
         changed = True
     if changed:
-        state.truncated.add(section_id)
+        state.mark(section_id)
     return changed
 
 
@@ -363,7 +391,7 @@ def _rewrite_texts(state: State, section_id: str, step: StepPlan, change: Callab
         kept.append(item)
     state.kept[section_id] = kept
     if changed:
-        state.truncated.add(section_id)
+        state.mark(section_id)
     return changed
 
 
@@ -384,7 +412,7 @@ def summary_cue(state: State, section_id: str, step: StepPlan) -> bool:
             state.before = state.after = ""
             state.window_cut = True
         state.cues[section_id] = cue
-        state.truncated.add(section_id)
+        state.mark(section_id)
         return had
     limit = step.chars or 400
 
@@ -423,18 +451,18 @@ def drop_section(state: State, section_id: str, step: StepPlan) -> bool:
         state.before = state.after = ""
         state.window_cut = True
     state.cues.pop(section_id, None)
-    state.truncated.add(section_id)
+    state.mark(section_id)
     return had
 
 
 def apply(state: State, section_id: str, step: StepPlan, target: int, floor: int, size: int | None) -> None:
     """Run one step on a section whose count is ``size`` (if known) towards ``target``."""
+    before = size if size is not None else state.size(section_id)
     if step.step == "drop_lowest":
-        gone, before = drop_lowest(state, section_id, step, target, floor, size)
+        gone, _ = drop_lowest(state, section_id, step, target, floor, before)
         if gone:
-            state.record(step, section_id, before, state.count(state.text(section_id)))
+            state.record(step, section_id, before, state.size(section_id), gone)
         return
-    before = size if size is not None else state.count(state.text(section_id))
     if step.step == "cut_far_end":
         changed = cut_far_end(state, section_id, step, max(target, floor))
     elif step.step == "trim_chars":
@@ -446,7 +474,7 @@ def apply(state: State, section_id: str, step: StepPlan, target: int, floor: int
     else:
         changed = drop_section(state, section_id, step)
     if changed:
-        state.record(step, section_id, before, state.count(state.text(section_id)))
+        state.record(step, section_id, before, state.size(section_id))
 
 
 # --- the passes ---------------------------------------------------------------------------------
@@ -473,7 +501,7 @@ def _overbudget(state: State, section: SectionPlan, size: int, allowance: int) -
 def _run_cap(state: State, step: StepPlan) -> None:
     section = state.section(step.section)
     allowance = cap(state.budget, section)
-    size = state.count(state.text(section.id))
+    size = state.size(section.id)
     if size <= allowance:
         return
     if step.warn == "overbudget":
@@ -496,19 +524,13 @@ def fit(state: State, caps_only: bool) -> None:
         for step in steps:
             _run_cap(state, step)
         return
-    sizes: dict[str, int] = {}
-
-    def size_of(section_id: str) -> int:
-        if section_id not in sizes:
-            sizes[section_id] = state.count(state.text(section_id))
-        return sizes[section_id]
-
     for step in steps:
         sid = step.section
-        others = [size_of(o.id) for o in state.plan.sections if o.id != sid]
-        lazy = sid not in sizes and step.step == "drop_lowest"
+        others = [state.size(o.id) for o in state.plan.sections if o.id != sid]
+        lazy = sid not in state.sizes and step.step == "drop_lowest"
         # A section with content renders at least a header, so it counts at least one token.
-        filled = sum(1 for size in others if size) + (state.has_content(sid) if lazy else bool(size_of(sid)))
+        filled = sum(1 for size in others if size) + (
+            state.has_content(sid) if lazy else bool(state.size(sid)))
         room = state.budget.total - sum(others) - max(filled - 1, 0)  # over = size - room
         floor = state.budget.minimums[sid] if step.floor == "minimum" else 0
         target = max(floor, room)
@@ -516,19 +538,18 @@ def fit(state: State, caps_only: bool) -> None:
             gone, before = drop_lowest(state, sid, step, target, floor, None)
             if gone:
                 _below_minimum(state, step)
-                sizes[sid] = state.count(state.text(sid))
-                state.record(step, sid, before, sizes[sid])
+                state.record(step, sid, before, state.size(sid), gone)
                 continue
-            if size_of(sid) <= room:
+            if state.size(sid) <= room:
                 return
             continue
-        if size_of(sid) <= room:
+        size = state.size(sid)
+        if size <= room:
             return
-        if target >= sizes[sid]:
+        if target >= size:
             continue
         _below_minimum(state, step)
-        apply(state, sid, step, target, floor, sizes[sid])
-        sizes[sid] = state.count(state.text(sid))
+        apply(state, sid, step, target, floor, size)
 
 
 def _below_minimum(state: State, step: StepPlan) -> None:
