@@ -30,6 +30,7 @@ from services.errors import (
     RecordNotFound,
     RecordVersionConflict,
     ScopeViolation,
+    SegmentsCoreOverbudget,
     SkillNotFound,
     StrataError,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "RequestCancelled",
     "RpcError",
     "ScopeViolation",
+    "SegmentsCoreOverbudget",
     "ShuttingDown",
     "SkillNotFound",
     "StrataError",

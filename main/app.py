@@ -14,6 +14,7 @@ import structlog
 
 from ipc.auth import origin_patterns
 from ipc.channels.context import register_context
+from ipc.channels.gamemaster import register_game_master
 from ipc.channels.knowledge import register_knowledge
 from ipc.channels.memory import register_memory
 from ipc.channels.profiles import register_profiles
@@ -44,6 +45,7 @@ from services.retrieval.provider import RetrievalProvider
 from services.retrieval.service import Retrieval
 from services.retrieval.vectors import close_vector_store, open_vector_store
 from services.segments import SegmentService
+from services.segments.assembler import GameMaster
 from services.segments.provider import SegmentsProvider
 from services.sources.providers import (
     EpisodicMemoryProvider,
@@ -170,6 +172,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
         plans=assembly_profiles,
     ), memos=services.memos)
     register_context(registry, context, profiles)
+    register_game_master(registry, GameMaster(context))
     return registry
 
 

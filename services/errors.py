@@ -35,6 +35,7 @@ CODE_BLOCKS: tuple[tuple[int, int, str], ...] = (
     (-32020, -32039, "context engine"),
     (-32040, -32049, "retrieval"),
     (-32050, -32059, "profiles"),
+    (-32060, -32069, "segments"),
 )
 
 
@@ -209,3 +210,14 @@ class ProfileReadOnly(StrataError):
     code = -32053
     data_code = "PROFILE_READ_ONLY"
     message = "Built-in profiles cannot be changed; save a copy under another name"
+
+
+# --- Segments (-32060..-32069) -----------------------------------------------
+
+
+class SegmentsCoreOverbudget(StrataError):
+    """data: ``coreTokens`` (core and ruleset blocks, counted exactly) and ``tokenBudget``."""
+
+    code = -32060
+    data_code = "SEGMENTS_CORE_OVERBUDGET"
+    message = "The core and ruleset segments alone exceed the token budget; they are never dropped"

@@ -9,6 +9,7 @@ class Fault(StrEnum):
     KG = "kg"
     MEMORY = "memory"
     RETRIEVAL = "retrieval"
+    SEGMENTS = "segments"
     TOKENIZER = "tokenizer"
     FOREIGN_ITEM = "foreign_item"
 

@@ -48,9 +48,10 @@ _log = structlog.get_logger("context.service")
 
 UNAVAILABLE = {
     "zh": {"kg": "知识图谱数据未注入", "memory": "记忆数据未注入", "retrieval": "检索数据未注入",
-           "constraints": "创作约束未注入"},
+           "constraints": "创作约束未注入", "segments": "提示片段未注入"},
     "en": {"kg": "knowledge graph data not injected", "memory": "memory data not injected",
-           "retrieval": "retrieved passages not injected", "constraints": "constraints not injected"},
+           "retrieval": "retrieved passages not injected", "constraints": "constraints not injected",
+           "segments": "prompt segments not injected"},
 }
 FALLBACK = {"zh": "分词器异常，已回退到默认预算与保守估算", "en": "tokenizer failed; default budget and a "
             "conservative estimate used"}

@@ -93,7 +93,8 @@ def _reports(state: State) -> list[ItemReport]:
         ItemReport(id=i.id, layer=i.layer, section=i.section, source=i.source,
                    tokens=state.full_tokens.get(id(i), i.tokens),
                    key=i.key, key_name=i.key_name, fate="trimmed" if id(i) in state.trimmed_items
-                   else "included", kept_tokens=i.tokens, reason=state.trimmed_items.get(id(i)))
+                   else "included", kept_tokens=i.tokens, reason=state.trimmed_items.get(id(i)),
+                   group=i.group, tier=i.tier)
         for section in state.plan.sections for i in state.kept[section.id]
     ]
     window = state.request.window
@@ -156,7 +157,7 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
         prompt=prompt, token_count=tokens, stable_prefix=prompt[:stable_end], stable_prefix_hash=stable_hash,
         prefix_hashes=hashes, layers=layers, budget=budget, warnings=tuple(state.warnings),
         reports=tuple(_reports(state)), timings_ms=timings, reductions=tuple(state.reductions),
-        stable_ends=stable_ends, profile=plan.name,
+        stable_ends=stable_ends, profile=plan.name, part_texts=dict(state.texts),
     )
 
 

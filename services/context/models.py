@@ -101,6 +101,8 @@ class ItemReport:
     fate: Fate
     reason: str | None = None
     kept_tokens: int = 0
+    group: str | None = None  # tiered content (an NPC): its group and tier
+    tier: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +171,7 @@ class Assembly:
     timings_ms: dict[str, float] = field(default_factory=dict)
     reductions: tuple[Reduction, ...] = ()
     stable_ends: tuple[tuple[str, int], ...] = ()  # each stable section's end, in UTF-8 bytes
+    part_texts: dict[tuple[str, str], str] = field(default_factory=dict)  # text parts' bodies, as sent
     profile: str = "novel"
 
     def messages(self, system_prompt: str) -> list[Message]:

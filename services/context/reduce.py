@@ -27,7 +27,7 @@ from services.context.budget import cap
 from services.context.memo import Memo
 from services.context.models import Budget, Item, ItemReport, Reduction, Window
 from services.context.plan import Plan, SectionPlan, StepPlan, localize
-from services.context.render import join_sections, render_section, window_body, wrap
+from services.context.render import Frame, join_sections, render_section, window_body, wrap
 from services.context.screening import Screened, dropped
 from services.context.trim import first_true, keep_head, keep_tail
 from services.errors import InputTooLarge
@@ -64,6 +64,7 @@ class State:
     full_tokens: dict[int, int] = field(default_factory=dict)  # id(cut item) -> its tokens before any cut
     window_cut: bool = False
     sizes: dict[str, int] = field(default_factory=dict)  # section id -> its exact count, while unchanged
+    frames: dict[tuple[str, str], Frame] = field(default_factory=dict)  # each part's, for this language
     cues: dict[str, str] = field(default_factory=dict)  # section id -> the cue that replaced it
 
     @classmethod
@@ -116,6 +117,7 @@ class State:
             self.kept[section_id] if items is None else items,
             self.part_texts(section),
             self.request.language,
+            self.frames,
         )
 
     def has_window(self, section_id: str) -> bool:

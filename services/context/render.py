@@ -36,19 +36,31 @@ def grouped_body(part: PartPlan, items: Sequence[Item], language: str) -> str:
                      for name, texts in groups.items())
 
 
-def wrap(part: PartPlan, body: str, language: str) -> str:
-    """``body`` under the part's header and inside its begin/end delimiters; nothing if empty."""
+Frame = tuple[str, str]  # what goes before a part's body and after it
+
+
+def frame(part: PartPlan, language: str) -> Frame:
+    """The part's header and begin lines before its body, its end line after."""
+    head = [line for line in (localize(part.header, language), localize(part.begin, language)) if line]
+    end = localize(part.end, language)
+    return ("\n".join(head) + "\n" if head else "", "\n" + end if end else "")
+
+
+def wrap(part: PartPlan, body: str, language: str, frames: dict[tuple[str, str], Frame] | None = None,
+         section_id: str = "") -> str:
+    """``body`` under the part's header and inside its begin/end delimiters; nothing if empty.
+    ``frames`` keeps each part's frame for the assembly, which renders a section many times."""
     if not body:
         return ""
-    header, begin, end = (localize(part.header, language), localize(part.begin, language),
-                          localize(part.end, language))
-    if not (header or begin or end):
-        return body
-    lines = [line for line in (header, begin) if line]
-    lines.append(body)
-    if end:
-        lines.append(end)
-    return "\n".join(lines)
+    if frames is None:
+        before, after = frame(part, language)
+    else:
+        key = (section_id, part.id)
+        found = frames.get(key)
+        if found is None:
+            found = frames[key] = frame(part, language)
+        before, after = found
+    return before + body + after
 
 
 def window_body(before: str, after: str, cursor_mark: str) -> str:
@@ -57,7 +69,7 @@ def window_body(before: str, after: str, cursor_mark: str) -> str:
 
 
 def render_section(section: SectionPlan, items: Iterable[Item], texts: Mapping[str, str],
-                   language: str) -> str:
+                   language: str, frames: dict[tuple[str, str], Frame] | None = None) -> str:
     """One section's text: each part with something to show, in the plan's order.
 
     ``items`` are the section's kept items in render order; ``texts`` holds the
@@ -74,7 +86,7 @@ def render_section(section: SectionPlan, items: Iterable[Item], texts: Mapping[s
                                          else list_body(part, [i.text for i in found]))
         else:
             body = texts.get(part.id, "")
-        text = wrap(part, body, language)
+        text = wrap(part, body, language, frames, section.id)
         if text:
             parts.append(text)
     return SEPARATOR.join(parts)

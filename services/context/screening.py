@@ -32,8 +32,11 @@ class Screened:
 
 def dropped(item: Item, reason: str) -> ItemReport:
     # Positional: a keyword call costs a quarter more, and there are hundreds.
-    return ItemReport(item.id, item.layer, item.section, item.source, max(item.tokens, 0), item.key,
-                      item.key_name, "dropped", reason)
+    report = ItemReport(item.id, item.layer, item.section, item.source, max(item.tokens, 0), item.key,
+                        item.key_name, "dropped", reason)
+    if item.group is not None:
+        report.group, report.tier = item.group, item.tier
+    return report
 
 
 def check_scope(items: Sequence[Item], project_id: str) -> None:

@@ -71,6 +71,7 @@ def test_context_results_describe_any_profile() -> None:
     assert inspect["arithmetic"] == {"$ref": ref("BudgetArithmetic")}
     for table in ("shares", "minimums", "used"):
         keyed(schemas["BudgetArithmetic"]["properties"][table], {"type": "number"})
-    assert set(schemas["ReductionInfo"]["required"]) == {"section", "step", "tokensBefore", "tokensAfter"}
+    assert set(schemas["ReductionInfo"]["required"]) == {"section", "step", "tokensBefore", "tokensAfter",
+                                                         "estimated"}
     assert set(schemas["SectionInfo"]["required"]) == {"id", "role", "tokens", "truncated", "items", "steps"}
     assert set(schemas["MessageInfo"]["required"]) == {"role", "content"}
