@@ -19,6 +19,7 @@ from services.assembly.faults import FailingTokenizer, Fault, Faults
 from services.assembly.prefixes import Prefix, PrefixMemory
 from services.concurrency.gate import Gate
 from services.concurrency.limiter import KeyedLimiter
+from services.concurrency.offload import off_loop
 from services.context.budget import MAX_INPUT_TOKENS, make_budget, window_allowance
 from services.context.counting import CountCache
 from services.context.engine import Request, assemble
@@ -166,8 +167,9 @@ class ContextService:
         text = None
         if plan.window_section is not None and request.document_id is not None:
             text = await self._c.read_document(request.project_id, request.document_id)
-        prepared = await asyncio.to_thread(self._prepare, request, plan, text, skill, system_prompt, profile,
-                                           counter)
+        reading = len(text or "") + len(request.additional_input) + sum(map(len, request.variables.values()))
+        prepared = await off_loop(reading, self._prepare, request, plan, text, skill, system_prompt, profile,
+                                  counter)
         window = prepared.window or Window("", "", 0, 0, 0, 0)
         ctx = GatherContext(project_id=request.project_id, document_id=request.document_id or "",
                             language=language, skill=skill or NO_SKILL, window=window,
@@ -187,7 +189,8 @@ class ContextService:
                                               prepared),
             variable_tokens=prepared.variable_tokens)
         memo = self._memos.for_project(request.project_id)
-        assembly = await asyncio.to_thread(assemble, engine_request, counter, memo)
+        gathered_chars = sum(len(i.text) for i in engine_request.items) + reading
+        assembly = await off_loop(gathered_chars, assemble, engine_request, counter, memo)
         return self._outcome(request, assembly, system_prompt, counter, remember)
 
     def _counter(self, settings: SettingsLike, system_prompt: str,
@@ -374,6 +377,8 @@ def _widest(old: Sequence[tuple[str, int]], new: Sequence[tuple[str, int]]) -> l
 
 def _count_capped(text: str, cap: int, counter: CountCache) -> int:
     """Count ``text`` piece by piece, refusing as soon as it passes ``cap`` tokens."""
+    if len(text) <= _COUNT_PIECE:
+        return counter.count(text)  # one piece: the kept count, if this text came before
     total = 0
     for start in range(0, len(text), _COUNT_PIECE):
         total += counter.tokenizer.count(text[start:start + _COUNT_PIECE])

@@ -53,6 +53,8 @@ def clean_name(name: str | None, real_path: str) -> str:
     return chosen[:MAX_NAME]
 
 
+_SETTINGS = "project_settings"  # the kept-reads table name of the settings
+
 class ProjectService:
     """Registers folders as projects and keeps their settings."""
 
@@ -75,7 +77,9 @@ class ProjectService:
         return await asyncio.to_thread(self._get, project_id)
 
     async def get_settings(self, project_id: str) -> SettingsRecord:
-        return await asyncio.to_thread(self._read_settings, project_id)
+        """The project's settings, kept until the next update (every assembly reads them)."""
+        return await self._db.snapshots.read(_SETTINGS, project_id, None,
+                                             lambda: self._read_settings(project_id))
 
     async def update_settings(self, project_id: str, version: int, **fields: Any) -> SettingsRecord:
         """Change the given settings if they are still at ``version``; the new settings.
@@ -83,7 +87,8 @@ class ProjectService:
         RecordVersionConflict (with ``currentVersion``) if someone else updated first.
         """
         patch = validated(SettingsPatch, fields)
-        record = await asyncio.to_thread(self._update_settings, project_id, version, patch)
+        record = await asyncio.to_thread(self._db.snapshots.write, _SETTINGS, project_id,
+                                         lambda: self._update_settings(project_id, version, patch))
         _log.info("project.settings_updated", project_id=project_id, version=record.version,
                   fields=sorted(patch.model_fields_set))
         return record

@@ -35,6 +35,7 @@ class ActiveSegments:
 
     groups: Mapping[GroupKey, tuple[SegmentRecord, ...]]
     scopes: Mapping[str, tuple[SegmentRecord, ...]]
+    chars: int = 0  # of every active segment's content: how much an assembly may read
 
     @classmethod
     def of(cls, records: Iterable[SegmentRecord]) -> ActiveSegments:
@@ -50,6 +51,7 @@ class ActiveSegments:
                                      for key, found in groups.items()}),
             scopes=MappingProxyType({scope: tuple(sorted(found, key=prompt_order))
                                      for scope, found in scopes.items()}),
+            chars=sum(len(r.content) for found in scopes.values() for r in found),
         )
 
     def group(self, scope: str, ref_id: str | None) -> tuple[SegmentRecord, ...]:

@@ -27,12 +27,12 @@ thread.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import structlog
 
+from services.concurrency.offload import off_loop
 from services.context.models import Item
 from services.errors import InvalidInput
 from services.segments.active import ActiveSegments
@@ -68,7 +68,7 @@ class SegmentsProvider:
         if not placed:
             return []
         active = await self.fetch(ctx.project_id)
-        return await asyncio.to_thread(_items, active, ctx, placed)
+        return await off_loop(active.chars, _items, active, ctx, placed)
 
 
 def _items(active: ActiveSegments, ctx: GatherContext, placed: dict[str, _Where]) -> list[Item]:
