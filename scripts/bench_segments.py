@@ -132,8 +132,8 @@ async def run(calls: int, warmup: int) -> dict[str, Any]:
             for label, npcs in (("scene: 3 NPCs at tier 2", SCENE_NPCS), ("crowd: 20 NPCs at tier 2", NPCS)):
                 params = args(npcs, project_id)
                 reply = json.loads(await rpc("segments:assemble", params))["result"]
-                phase = await timed(f"dispatcher, {label}", functools.partial(rpc, "segments:assemble", params),
-                                    calls, warmup)
+                call = functools.partial(rpc, "segments:assemble", params)
+                phase = await timed(f"dispatcher, {label}", call, calls, warmup)
                 phase["tokens"] = reply["meta"]["tokensEstimated"]
                 phase["truncated"] = reply["meta"].get("truncated")
                 phases.append(phase)
