@@ -1,21 +1,33 @@
 """See the engine work in one command: a sample project, one prompt, its layer table.
 
     .venv/bin/python scripts/demo.py [--language zh|en] [--budget 3000]
+    .venv/bin/python scripts/demo.py --profile game-master [--language zh|en] [--budget 320]
 
 Builds Strata exactly as ``strata serve`` does (same composition root, same
 JSON-RPC dispatch), in a temporary data dir, without opening a socket.
+
+``--profile novel`` (the default) assembles one ``continue`` prompt in a novel.
+``--profile game-master`` imports a small bilingual set of game-master segments
+(docs/segments.md) and prints three ``segments:assemble`` prompts with their
+``meta``: the first turn, a later turn, and the later turn on a small budget
+(``--budget`` tokens; by default 320 in English, 500 in Chinese).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
+import logging
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -24,7 +36,7 @@ from ipc.dispatch import Dispatcher
 from ipc.protocol import Call
 from main.app import build_registry, open_services
 from main.config import Config
-from scripts.sample_data import seed
+from scripts.sample_data import GM_LOCALES, GM_REFS, GM_SEGMENTS, GM_TURNS, seed, seed_game
 
 _ids = itertools.count(1)
 
@@ -96,10 +108,78 @@ async def main(language: str, budget: int | None) -> None:
     print("tokenizer:", result["tokenizer"])
 
 
-if __name__ == "__main__":
+# tokenBudget of the game master's third prompt unless --budget says otherwise (Chinese text takes
+# more tokens), and its npcTokenBudget
+SMALL_BUDGETS = {"en": 320, "zh": 500}
+SMALL_NPC_BUDGET = 60
+_TEXTS = ("gameStateText", "playerText", "rngText", "inputText")
+
+
+@contextlib.contextmanager
+def _logs_to_stderr() -> Iterator[None]:
+    """The services' warnings and errors on stderr, nothing else: stdout is the prompts."""
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+                        logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)
+
+
+def _turns(project_id: str, language: str, budget: int | None) -> list[tuple[str, dict[str, Any]]]:
+    """The three segments:assemble calls: the first turn, a later turn, the later turn squeezed."""
+    texts = GM_TURNS[language]
+    base = {"projectId": project_id, **GM_REFS, "locale": GM_LOCALES[language]}
+    later = {**base, **texts["later"], "isFirstTurn": False,
+             "npcs": [{"npcId": "npc.innkeeper", "tier": 2}, {"npcId": "npc.bard", "tier": 1}]}
+    return [
+        ("first turn", {**base, **texts["first"], "isFirstTurn": True,
+                        "npcs": [{"npcId": "npc.innkeeper", "tier": 0}, {"npcId": "npc.bard", "tier": 0}]}),
+        ("later turn", later),
+        ("later turn, small budget", {**later, "tokenBudget": budget or SMALL_BUDGETS[language],
+                                      "npcTokenBudget": SMALL_NPC_BUDGET}),
+    ]
+
+
+async def game_master(language: str, budget: int | None) -> None:
+    """Import the sample segments and print three game-master prompts with their meta."""
+    with _logs_to_stderr(), tempfile.TemporaryDirectory(prefix="strata-demo-") as tmp:
+        root = Path(tmp)
+        config = Config(data_dir=root / "data", debug=True)
+        services = await asyncio.to_thread(open_services, config)
+        try:
+            call = Client(Dispatcher(build_registry(config, services, lambda: 0)))
+            project_id = await seed_game(call, root / "whispercross", language)
+            results = [(title, params, await call("segments:assemble", params))
+                       for title, params in _turns(project_id, language, budget)]
+        finally:
+            await services.aclose()
+    print(f"imported {len(GM_SEGMENTS)} segments ({len(GM_SEGMENTS) // 2} per language); "
+          f"assembling with locale {GM_LOCALES[language]}")
+    for title, params, result in results:
+        shown = {k: v for k, v in params.items() if k not in ("projectId", *_TEXTS)}
+        print(f"\n##### {title}: segments:assemble {json.dumps(shown, ensure_ascii=False)}\n")
+        print(result["prompt"])
+        print("\nmeta:")
+        for key, value in result["meta"].items():
+            print(f"  {key}: {json.dumps(value, ensure_ascii=False)}")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", choices=["novel", "game-master"], default="novel")
     parser.add_argument("--language", choices=["zh", "en"], default="zh")
-    parser.add_argument("--budget", type=int, help="context window to use (default: the profile's 8192)")
-    args = parser.parse_args()
-    asyncio.run(main(args.language, args.budget))
+    parser.add_argument("--budget", type=int,
+                        help="novel: context window to use (default: the profile's 8192); game-master: "
+                             "tokenBudget of the third prompt (default 320 in English, 500 in Chinese)")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    args = parse_args()
+    if args.profile == "game-master":
+        asyncio.run(game_master(args.language, args.budget))
+    else:
+        asyncio.run(main(args.language, args.budget))
