@@ -174,7 +174,7 @@ class ContextService:
         ctx = GatherContext(project_id=request.project_id, document_id=request.document_id or "",
                             language=language, skill=skill or NO_SKILL, window=window,
                             additional_input=request.additional_input, counter=counter,
-                            cursor_features=prepared.cursor_features, placement=_placement(plan),
+                            cursor_features=prepared.cursor_features, placement=plan.placed,
                             variables=request.variables)
         gathered, gather_warnings = await self._gather(ctx, plan)
         items = (*self._settings_items(settings, request.project_id, counter, ctx), *gathered)
@@ -327,14 +327,6 @@ def _check_request(request: AssembleRequest, plan: Plan) -> None:
                            missing=missing)
 
 
-def _placement(plan: Plan) -> dict[str, tuple[str, str]]:
-    """Where each gathered source goes; a source wanted only for its facts goes nowhere ("")."""
-    placement = plan.placement()
-    for source in plan.facts.values():
-        placement.setdefault(source, ("", source))
-    return placement
-
-
 def _request_texts(plan: Plan, variables: Mapping[str, str]) -> list[str]:
     names = {p.source.removeprefix("request.") for s in plan.sections for p in s.parts
              if p.kind == "text" and p.source.startswith("request.")}
@@ -354,7 +346,9 @@ def _facts(plan: Plan, items: Sequence[Item], variables: Mapping[str, str],
     instruction included)."""
     truthy = {name for name, value in variables.items() if value.strip() and value.strip().lower()
               not in ("false", "0", "no")}
-    by_place = {where: source for source, where in _placement(plan).items()}
+    if not plan.facts:
+        return frozenset({"always", *truthy})
+    by_place = {where: source for source, where in plan.placed.items()}
     given = {by_place.get((i.layer, i.section)) for i in items}
     if any(i.layer == "" for i in items):
         given |= {i.section for i in items if i.layer == ""}

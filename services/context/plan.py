@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
+from types import MappingProxyType
 from typing import Literal
 
 PartKind = Literal["items", "window", "text"]
@@ -117,7 +119,7 @@ class SectionPlan:
         return next((p for p in self.parts if p.kind == "window"), None)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: what is derived from the plan is kept on it (cached_property)
 class Plan:
     name: str
     sections: tuple[SectionPlan, ...]
@@ -133,12 +135,12 @@ class Plan:
     def section(self, section_id: str) -> SectionPlan:
         return next(s for s in self.sections if s.id == section_id)
 
-    @property
+    @cached_property
     def sources(self) -> frozenset[str]:
         """Every source an assembly with this plan gathers: its parts' and its conditions' facts'."""
         return frozenset(p.source for s in self.sections for p in s.parts) | frozenset(self.facts.values())
 
-    @property
+    @cached_property
     def window_section(self) -> SectionPlan | None:
         return next((s for s in self.sections if s.window_part is not None), None)
 
@@ -146,9 +148,26 @@ class Plan:
         """Source name -> (section id, part id) for the sources that fill parts."""
         return {p.source: (s.id, p.id) for s in self.sections for p in s.parts}
 
+    @cached_property
+    def placed(self) -> Mapping[str, tuple[str, str]]:
+        """Where each gathered source goes; a source wanted only for its facts goes nowhere ("")."""
+        found = self.placement()
+        for source in self.facts.values():
+            found.setdefault(source, ("", source))
+        return MappingProxyType(found)
+
+    @cached_property
+    def bound(self) -> bool:
+        """Whether no number waits for a variable (nothing for :meth:`bind` to do)."""
+        return not any(isinstance(v, str) for v in (self.context_window, self.output_reserve,
+                                                   *(s.max for s in self.sections)))
+
     def bind(self, values: Mapping[str, str]) -> Plan:
         """The plan with every number a variable gives read from ``values`` (ValueError naming
         the variable when its value is not a whole number of tokens)."""
+        if self.bound:
+            return self
+
         def number(ref: int | str | None) -> int | None:
             if not isinstance(ref, str):
                 return ref
@@ -164,6 +183,9 @@ class Plan:
 
     def with_budgets(self, ratios: Mapping[str, float], minimums: Mapping[str, int]) -> Plan:
         """The plan with these sections' ratios and minimums (the project's budget table)."""
+        if all(ratios.get(s.id, s.ratio) == s.ratio and minimums.get(s.id, s.minimum) == s.minimum
+               for s in self.sections):
+            return self  # the table as the profile has it: most projects never change it
         sections = tuple(
             replace(s, ratio=ratios.get(s.id, s.ratio), minimum=minimums.get(s.id, s.minimum))
             for s in self.sections
