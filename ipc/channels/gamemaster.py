@@ -83,6 +83,7 @@ class Truncated(_OmitNone):
     npc_dropped_tiers: list[DroppedTier] | None = None
     dropped_npcs: list[str] | None = None
     input_trimmed: InputTrimmed | None = None
+    player_trimmed: InputTrimmed | None = None
     game_state_compressed: bool | None = None
 
 

@@ -89,6 +89,7 @@ class StepPlan:
     reason: str = "budget"
     warn: Literal["below_minimum", "overbudget"] | None = None
     groups: bool = False  # drop_lowest: whole groups at a time
+    keep: int = 0  # drop_lowest: items (or groups) the step always leaves
 
     @property
     def name(self) -> str:

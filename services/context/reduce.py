@@ -27,7 +27,7 @@ from services.context.budget import cap
 from services.context.memo import Memo
 from services.context.models import Budget, Item, ItemReport, Reduction, Window
 from services.context.plan import Plan, SectionPlan, StepPlan, localize
-from services.context.render import Frame, join_sections, render_section, window_body, wrap
+from services.context.render import SEPARATOR, Frame, join_sections, render_section, window_body, wrap
 from services.context.screening import Screened, dropped
 from services.context.trim import first_true, keep_head, keep_tail
 from services.errors import InputTooLarge
@@ -291,7 +291,7 @@ def _drop_groups(state: State, section_id: str, step: StepPlan, target: int, flo
         groups.setdefault(item.group or item.id, []).append(item)
     ranked = sorted(groups.values(), key=lambda members: max(i.key for i in members))
     current, gone = before, []
-    for members in ranked:
+    for members in ranked[:max(len(ranked) - step.keep, 0)]:
         if current <= target:
             break
         after = state.count(state.text(section_id, state.without(section_id, members)))
@@ -311,6 +311,8 @@ def drop_lowest(
     if step.groups:
         return _drop_groups(state, section_id, step, target, floor, size)
     sequence = _sequence(state, section_id, step)
+    if step.keep:
+        sequence = sequence[:max(len(sequence) - step.keep, 0)]
     stop, before = drops_needed(state, section_id, sequence, size, target, floor)
     gone = sequence[:stop]
     state.drop(section_id, gone, step.reason)
@@ -348,12 +350,15 @@ def cut_far_end(state: State, section_id: str, step: StepPlan | None, target: in
         return True
     changed = False
     for key in reversed(_text_keys(state, section_id, step)):
-        excess = state.count(state.text(section_id)) - target
-        text = state.texts.get(key, "")
-        if excess <= 0 or not text:
-            continue
-        state.texts[key] = keep_head(text, max(state.count(text) - excess, 0), state.count)
-        changed = True
+        # Where the cut falls can change how the delimiters around the text count, so the
+        # section is counted again after each cut, and cut again while it is still over.
+        for _ in range(_MAX_FIX_ROUNDS):
+            excess = state.count(state.text(section_id)) - target
+            text = state.texts.get(key, "")
+            if excess <= 0 or not text:
+                break
+            state.texts[key] = keep_head(text, max(state.count(text) - excess, 0), state.count)
+            changed = True
     if changed:
         state.mark(section_id)
     return changed
@@ -595,7 +600,10 @@ def _last_resort(state: State, texts: dict[str, str], excess: int) -> None:
             drop_lowest(state, section_id, everything, target, 0, size)
         state.record("last_resort", section_id, size, state.count(state.text(section_id)))
         return
-    raise InputTooLarge("The fixed parts of the context exceed the budget", total=state.budget.total)
+    # What is never cut, as the prompt would join it: a caller may explain the refusal with it.
+    never = SEPARATOR.join(t for s in state.plan.sections if s.never and (t := texts[s.id]))
+    raise InputTooLarge("The fixed parts of the context exceed the budget", total=state.budget.total,
+                        fixedTokens=state.count(never))
 
 
 __all__ = ["State", "fit", "order_items", "verify", "wrap"]

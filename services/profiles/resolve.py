@@ -259,6 +259,7 @@ class _Builder:
                     reason=step.get("reason", "budget"),
                     warn=step.get("warn"),
                     groups=bool(step.get("groups")),
+                    keep=int(step.get("keep", 0)),
                 )
             )
         return tuple(out)

@@ -122,6 +122,8 @@ class Step(_Model):
     cue: LocalText | None = Field(
         default=None, description="summary_cue: the text that stands for the section"
     )
+    keep: int = Field(default=0, ge=0, le=10_000,
+                      description="drop_lowest: items (or groups) this step always leaves")
     groups: bool = Field(default=False,
                          description="drop_lowest: whole groups (e.g. an NPC), lowest key first")
     reason: Annotated[str, Field(pattern=r"^[a-z_]{1,32}$")] | None = Field(

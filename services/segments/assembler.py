@@ -20,10 +20,8 @@ from services.errors import InputTooLarge, SegmentsCoreOverbudget
 from services.segments.records import SCOPES
 
 PROFILE = "game-master"
-ALWAYS_KEPT = ("core", "ruleset")
 DEFAULT_TOKEN_BUDGET = 8000
 DEFAULT_NPC_TOKEN_BUDGET = 600
-_NO_LIMIT = 10_000_000
 
 
 class Assembler(Protocol):
@@ -82,20 +80,13 @@ class GameMaster:
         request = AssembleRequest(project_id=args.project_id, profile_id=PROFILE, variables=variables)
         try:
             outcome = await self._context.assemble(request)
-        except InputTooLarge:
-            await self._refuse_if_core_overbudget(args, variables)
+        except InputTooLarge as exc:
+            # Core and ruleset are the profile's never-cut sections: alone over the budget, say so.
+            fixed, budget = exc.fields.get("fixedTokens"), int(variables["tokenBudget"])
+            if isinstance(fixed, int) and fixed > budget:
+                raise SegmentsCoreOverbudget(coreTokens=fixed, tokenBudget=budget) from None
             raise
         return {"prompt": outcome.assembly.prompt, "meta": meta(outcome, args)}
-
-    async def _refuse_if_core_overbudget(self, args: AssembleArgs, variables: dict[str, str]) -> None:
-        """Core and ruleset are never dropped: when they alone pass the budget, say so."""
-        unbounded = AssembleRequest(project_id=args.project_id, profile_id=PROFILE,
-                                    variables={**variables, "tokenBudget": str(_NO_LIMIT)})
-        layers = (await self._context.assemble(unbounded)).assembly.layers
-        core = sum(layers[scope].tokens for scope in ALWAYS_KEPT if scope in layers)
-        budget = int(variables["tokenBudget"])
-        if core > budget:
-            raise SegmentsCoreOverbudget(coreTokens=core, tokenBudget=budget)
 
 
 def meta(outcome: Outcome, args: AssembleArgs) -> dict[str, Any]:
@@ -109,13 +100,14 @@ def meta(outcome: Outcome, args: AssembleArgs) -> dict[str, Any]:
         "tokenizer": outcome.tokenizer,
         "exact": outcome.exact,
     }
-    truncated = _truncated(assembly, args)
-    dropped = set(truncated.get("droppedScopes", ()))
-    empty = [scope for scope in SCOPES if scope in layers and not layers[scope].text and scope not in dropped]
+    # Empty for want of content: not emptied by the budget, and not left out by design.
+    reduced = {r.section for r in assembly.reductions}
+    empty = [scope for scope in SCOPES if scope in layers and not layers[scope].text and scope not in reduced]
     if not args.is_first_turn and "entry_start" in empty:
-        empty.remove("entry_start")  # left out by design, not for want of content
+        empty.remove("entry_start")
     if empty:
         found["emptyScopes"] = empty
+    truncated = _truncated(assembly, args)
     if truncated:
         found["truncated"] = truncated
     return found
@@ -130,36 +122,39 @@ def _segment_ids(assembly: Assembly) -> dict[str, list[int]]:
 
 
 def _truncated(assembly: Assembly, args: AssembleArgs) -> dict[str, Any]:
-    steps = {(r.section, r.step) for r in assembly.reductions}
+    reduced = [(r.section, r.step) for r in assembly.reductions]
     truncated: dict[str, Any] = {}
-    dropped = [r.section for r in assembly.reductions if r.step == "drop_section"]
+    dropped = [section for section, step in reduced if step == "drop_section"]
     if dropped:
         truncated["droppedScopes"] = dropped
     tiers = _dropped_tiers(assembly)
     if tiers:
         truncated["npcDroppedTiers"] = tiers
-    gone = sorted({r.group for r in assembly.reports if r.reason == "npc_budget" and r.group})
+    gone = list(dict.fromkeys(r.group for r in assembly.reports if r.reason == "npc_budget" and r.group))
     if gone:
         truncated["droppedNpcs"] = gone
-    if any(section == "input" for section, _ in steps) and args.input_text:
-        kept = assembly.part_texts.get(("input", "input"), "")
-        truncated["inputTrimmed"] = {"fromChars": len(args.input_text), "toChars": len(kept)}
-    if ("game_state", "summary_cue") in steps or ("game_state", "drop_section") in steps:
+    for scope, text, name in (("input", args.input_text, "inputTrimmed"),
+                              ("player", args.player_text, "playerTrimmed")):
+        if text and any(section == scope and step != "drop_section" for section, step in reduced):
+            kept = assembly.part_texts.get((scope, scope), "")
+            truncated[name] = {"fromChars": len(text), "toChars": len(kept)}
+    if ("game_state", "summary_cue") in reduced:
         truncated["gameStateCompressed"] = True
     return truncated
 
 
 def _dropped_tiers(assembly: Assembly) -> list[dict[str, Any]]:
-    """Per NPC that lost tiers to a tier reduction: the highest tier it had and the one it kept."""
+    """Per NPC that lost tiers to a tier reduction: the highest tier it had and the highest the
+    tier reduction left it (whatever later steps did to the NPC block)."""
     had: dict[str, int] = {}
-    kept: dict[str, int] = {}
+    left: dict[str, int] = {}
     lowered: list[str] = []
     for report in assembly.reports:
         if report.group is None or report.tier is None or report.layer != "npc":
             continue
         had[report.group] = max(had.get(report.group, 0), report.tier)
-        if report.fate != "dropped":
-            kept[report.group] = max(kept.get(report.group, 0), report.tier)
-        elif report.reason == "lower_tier" and report.group not in lowered:
+        if report.reason != "lower_tier":
+            left[report.group] = max(left.get(report.group, 0), report.tier)
+        elif report.group not in lowered:
             lowered.append(report.group)
-    return [{"npcId": npc, "fromTier": had[npc], "toTier": kept.get(npc, 0)} for npc in lowered]
+    return [{"npcId": npc, "fromTier": had[npc], "toTier": left.get(npc, 0)} for npc in lowered]
