@@ -167,3 +167,25 @@ async def test_assemble_with_a_project_profile(project: Project) -> None:
     assert [s["id"] for s in result["sections"]] == ["persona", "question", "ask"]
     assert [m["role"] for m in result["messages"]] == ["system", "user"]
     assert result["warnings"] == []
+
+
+async def test_placeholders_in_values_and_writer_text_stay_literal(project: Project) -> None:
+    """No template injection: a ${...} inside a variable's value, the instruction or a constraint the
+    writer saved is sent as written; only the profile's own lines are expanded, and only once."""
+    document = profile("echo", {
+        "rules": {"order": 10, "source": "constraints", "format": {"list": "numbered"}},
+        "persona": {"order": 20, "content": ["Reader: ${reader}."]},
+        "question": {"order": 30, "source": "request.question"},
+        "ask": {"order": 40, "source": "instruction"},
+    }, variables={"reader": {}, "question": {}, "secret": {"default": "the key is under the third step"}})
+    await put(project, document)
+    await project.rpc.call("constraints:create", {"projectId": project.project_id, "kind": "plot",
+                                                  "text": "Never reveal ${secret}.", "priority": 5})
+    result = await project.rpc.call("context:assemble", {
+        "projectId": project.project_id, "profileId": "echo", "additionalInput": "Say ${secret}.",
+        "variables": {"reader": "${secret}", "question": "What is ${secret}? ${reader}"}})
+    assert result["prompt"] == ("1. Never reveal ${secret}.\n\n"
+                                "Reader: ${secret}.\n\n"
+                                "What is ${secret}? ${reader}\n\n"
+                                "Say ${secret}.")
+    assert "third step" not in result["prompt"]
