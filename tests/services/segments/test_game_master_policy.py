@@ -3,8 +3,10 @@
 Blocks in scope order, entry_start on the first turn only, NPC tiers, the
 budget ladder rung by rung (input trimmed to 800 characters on a sentence
 end and further, game_state compressed to a 400-character cue, one tier of
-every NPC, the NPC block, world and entry only at the end), the NPC
-sub-budget (tiers, then the lowest-priority NPCs, then behaviour cues),
+every NPC, the NPC block, the rest of the input, game_state, then rng and
+entry_start, world and entry only in extreme cases, the player's text
+last), the NPC sub-budget (tiers, then the lowest-priority NPCs but never
+the last one, then behaviour cues, then the block if even the cue is over),
 core and ruleset never dropped, and ``meta`` reporting each of these.
 Budgets are worked out from the exact counts of the blocks, so each case
 stops at the rung it is about.
@@ -23,9 +25,9 @@ from hypothesis import strategies as st
 from ipc.channels.context import _inspect_result
 from services.assembly.service import Outcome
 from services.errors import InputTooLarge, SegmentsCoreOverbudget
-from services.segments.assembler import AssembleArgs
+from services.segments.assembler import AssembleArgs, GameMaster
 from services.segments.records import SCOPES, SegmentRecord
-from tests.support.game_master import Run, args, run, segment, tokens
+from tests.support.game_master import EngineAssembler, Run, args, run, segment, tokens
 
 INNKEEPER, GUARD, BEGGAR, SPY = "npc.innkeeper", "npc.guard", "npc.beggar", "npc.spy"
 CORE = segment(1, "core", "You are a helpful AI game master.")
@@ -42,12 +44,12 @@ NPCS = [segment(6, "npc", "The innkeeper is friendly.", INNKEEPER, tier=0, prior
 SEGMENTS = [CORE, RULESET, WORLD, ENTRY, ENTRY_START, *NPCS]
 ON_STAGE = ((INNKEEPER, 2), (GUARD, 1))
 
-SENTENCE = "I search the common room for the silver key. "  # 46 characters
+SENTENCE = "I search the common room for the silver key. "  # 45 characters
 SENTENCE_ZH = "我在大厅里寻找那把银钥匙。"  # 13 characters
 SENTENCES_ZH = "钥匙在哪里？快找！"  # two sentences, 6 and 3 characters
 STATE = "The inn is busy. "  # 17 characters
 PLAYER, RNG = "You are a level 3 fighter.", "Roll a d20."
-LONG_INPUT = SENTENCE * 40  # 1840 characters
+LONG_INPUT = SENTENCE * 40  # 1800 characters
 LONG_STATE = STATE * 30  # 510 characters
 # What the ladder's first rungs leave, worked out by hand: 17 whole sentences fit in 800
 # characters (781 without the trailing space); 61 Chinese sentences (793); the state's cue is
@@ -295,41 +297,83 @@ def test_rung_4_the_npc_block_dropped_once_tiers_are_not_enough() -> None:
     assert_exact_within(result, budget)
 
 
-def test_rung_5_world_then_entry_dropped_only_after_everything_else() -> None:
-    """World goes only after the input, game_state and NPC rungs have all run, and entry only after
-    world; droppedScopes lists them in the order they went; core and ruleset stay."""
-    rest = [block("core", CORE.content), block("ruleset", RULESET.content), block("world", WORLD.content),
-            block("entry", ENTRY.content), block("entry_start", ENTRY_START.content), block("player", PLAYER),
-            block("rng", RNG)]
-    without_world = prompt_tokens(*rest[:2], *rest[3:])
-    result = go(SEGMENTS, ladder_args(without_world))
-    order = steps(result)
-    world = order.index(("world", "drop_section"))
-    assert {("input", "trim_chars"), ("input", "to_minimum"), ("game_state", "summary_cue"),
-            ("npc", "lower_tier"), ("npc", "drop_section")} <= set(order[:world])
-    assert ("entry", "drop_section") not in order
-    assert truncated(result)["droppedScopes"][-1] == "world"
-    assert body(result, "input") == ""
-    assert body(result, "entry") == ENTRY.content
-    assert result.meta["segmentIdsByScope"]["world"] == []
-    assert_exact_within(result, without_world)
+EXTREME = ["rng", "entry_start", "world", "entry"]  # the extreme rungs, in the profile's order
+EARLIER_RUNGS = {("input", "trim_chars"), ("input", "to_minimum"), ("game_state", "summary_cue"),
+                 ("npc", "lower_tier"), ("npc", "drop_section"), ("input", "cut_far_end"),
+                 ("game_state", "drop_section")}
 
-    budget = without_world - 1
+
+def _fixed_blocks() -> tuple[str, str, str, str, str, str]:
+    """core, ruleset, world, entry, entry_start and player: what is left once the ladder reaches its
+    extreme rungs (the input is cut to nothing, the NPC block and game_state are gone)."""
+    return (block("core", CORE.content), block("ruleset", RULESET.content), block("world", WORLD.content),
+            block("entry", ENTRY.content), block("entry_start", ENTRY_START.content), block("player", PLAYER))
+
+
+def test_rung_5_rng_and_entry_start_go_before_world_and_world_before_entry() -> None:
+    """The extreme rungs run only after the input, game_state and NPC rungs, one scope at a time in
+    the profile's order: rng, then entry_start, then world, then entry. At a budget of exactly the
+    prompt without the first n of them, exactly those n go and no more: world goes only once rng and
+    entry_start have gone, entry only after world; droppedScopes lists them in the order they went
+    (after npc and game_state); core, ruleset and the player's text stay whole; the input the budget
+    cut to nothing is not an empty scope."""
+    core, ruleset, world, entry, start, player = _fixed_blocks()
+    kept_after = [[core, ruleset, world, entry, start, player], [core, ruleset, world, entry, player],
+                  [core, ruleset, entry, player], [core, ruleset, player]]
+    for gone, kept in enumerate(kept_after, start=1):
+        budget = prompt_tokens(*kept)
+        result = go(SEGMENTS, ladder_args(budget))
+        order = steps(result)
+        first = order.index(("rng", "drop_section"))
+        assert set(order[:first]) >= EARLIER_RUNGS
+        assert order[first:] == [(scope, "drop_section") for scope in EXTREME[:gone]]
+        assert truncated(result)["droppedScopes"] == ["npc", "game_state", *EXTREME[:gone]]
+        assert "playerTrimmed" not in truncated(result)
+        assert "input" not in result.meta.get("emptyScopes", [])
+        assert result.prompt == "\n\n".join(kept)
+        assert (result.meta["segmentIdsByScope"]["world"] == []) is ("world" in EXTREME[:gone])
+        assert_exact_within(result, budget)
+
+
+def test_rung_5_world_goes_next_when_rng_and_entry_start_are_absent() -> None:
+    """On a later turn without rng there is no rng or entry_start block to drop, so world is the
+    first extreme rung that goes, and entry still stays."""
+    core, ruleset, _, entry, _, player = _fixed_blocks()
+    budget = prompt_tokens(core, ruleset, entry, player)
+    result = go(SEGMENTS, ladder_args(budget, first_turn=False, rng=None))
+    assert steps(result)[-1] == ("world", "drop_section")
+    assert truncated(result)["droppedScopes"] == ["npc", "game_state", "world"]
+    assert result.prompt == "\n\n".join([core, ruleset, entry, player])
+    assert_exact_within(result, budget)
+
+
+def test_rung_6_the_player_text_is_cut_last() -> None:
+    """Only once rng, entry_start, world and entry have all gone is the player's text cut, from its
+    end: it is the ladder's last step and meta.truncated.playerTrimmed gives its length before and
+    after."""
+    core, ruleset, _, _, _, player = _fixed_blocks()
+    budget = prompt_tokens(core, ruleset, player) - 1
     result = go(SEGMENTS, ladder_args(budget))
     order = steps(result)
-    assert order.index(("world", "drop_section")) < order.index(("entry", "drop_section"))
-    assert truncated(result)["droppedScopes"][-2:] == ["world", "entry"]
-    assert result.prompt.startswith(block("core", CORE.content) + "\n\n" + block("ruleset", RULESET.content))
+    assert order[-5:] == [*((scope, "drop_section") for scope in EXTREME), ("player", "cut_far_end")]
+    kept = body(result, "player")
+    assert PLAYER.startswith(kept)
+    assert len(kept) < len(PLAYER)
+    assert truncated(result)["playerTrimmed"] == {"fromChars": len(PLAYER), "toChars": len(kept)}
+    assert truncated(result)["droppedScopes"] == ["npc", "game_state", *EXTREME]
+    assert result.prompt.startswith(core + "\n\n" + ruleset)
     assert_exact_within(result, budget)
 
 
 def test_each_step_shows_in_context_inspect() -> None:
     """Every step the ladder took is in context:inspect's reductions and its section's steps, and
     every segment it removed is a candidate with its reason: lower_tier for NPC tiers,
-    section_dropped for the NPC block, extreme_budget for world."""
-    rest = [block("core", CORE.content), block("ruleset", RULESET.content), block("entry", ENTRY.content),
-            block("entry_start", ENTRY_START.content), block("player", PLAYER), block("rng", RNG)]
-    result = go(SEGMENTS, ladder_args(prompt_tokens(*rest)))
+    section_dropped for the NPC block, extreme_budget for entry_start and then world (rng, before
+    them, is a text and has no segment); entry, core and ruleset are included."""
+    core, ruleset, _, entry, _, player = _fixed_blocks()
+    result = go(SEGMENTS, ladder_args(prompt_tokens(core, ruleset, entry, player)))
+    assert steps(result)[-3:] == [("rng", "drop_section"), ("entry_start", "drop_section"),
+                                  ("world", "drop_section")]
     outcome = Outcome(assembly=result.assembly, system_prompt="", stable_prefix_unchanged=False,
                       divergence=None, tokenizer="cl100k_base", exact=True)
     inspect = _inspect_result(outcome)
@@ -340,12 +384,10 @@ def test_each_step_shows_in_context_inspect() -> None:
     reasons = {c.id: (c.fate, c.reason) for c in inspect.candidates}
     assert reasons["segment:8"] == reasons["segment:7"] == reasons["segment:10"] == ("dropped", "lower_tier")
     assert reasons["segment:6"] == reasons["segment:9"] == ("dropped", "section_dropped")
-    assert reasons["segment:3"] == ("dropped", "extreme_budget")
-    assert reasons["segment:1"] == reasons["segment:2"] == ("included", None)
+    assert reasons["segment:5"] == reasons["segment:3"] == ("dropped", "extreme_budget")
+    assert reasons["segment:1"] == reasons["segment:2"] == reasons["segment:4"] == ("included", None)
 
 
-@pytest.mark.xfail(strict=True, reason="input:cut_far_end can stop a token over its target, and "
-                   "game_state:drop_section then drops the whole game state (reduce.py cut_far_end)")
 def test_game_state_is_dropped_only_once_the_input_is_gone() -> None:
     """The input is cut further while the budget needs it before anything after it on the ladder:
     for every budget in a range, game_state is never dropped while the input still shows text."""
@@ -359,17 +401,35 @@ def test_game_state_is_dropped_only_once_the_input_is_gone() -> None:
     assert failures == []
 
 
-@pytest.mark.xfail(strict=True, reason="player:cut_far_end is not reported in meta.truncated "
-                   "(services/segments/assembler.py _truncated)")
 def test_a_player_block_cut_for_the_budget_is_reported_in_meta() -> None:
     """Every step lands in meta.truncated: when the budget cuts the player block (the ladder's last
-    rung), meta.truncated names the player scope."""
+    rung), meta.truncated.playerTrimmed gives the player text's length in characters before and
+    after the cut, and the player scope is not reported as dropped."""
     player = "You are a level 3 fighter. " * 20
     budget = prompt_tokens(block("core", CORE.content), block("ruleset", RULESET.content),
                            block("player", "You are a level 3 fighter."))
     result = go([CORE, RULESET], args(player=player, token_budget=budget))
     assert ("player", "cut_far_end") in steps(result)
-    assert "player" in str(result.meta.get("truncated", {}))
+    kept = body(result, "player")
+    assert kept
+    assert player.startswith(kept)
+    assert truncated(result) == {"playerTrimmed": {"fromChars": len(player), "toChars": len(kept)}}
+    assert_exact_within(result, budget)
+
+
+def test_a_game_state_dropped_without_its_cue_is_not_reported_compressed() -> None:
+    """A game state under 400 characters gets no cue; when the budget drops it, it is in droppedScopes
+    and meta.truncated has no gameStateCompressed; neither it nor the input the budget cut to nothing
+    is listed in emptyScopes."""
+    state = "The inn is busy."
+    budget = prompt_tokens(block("core", CORE.content), block("ruleset", RULESET.content),
+                           block("world", WORLD.content))
+    result = go([CORE, RULESET, WORLD], args(game_state=state, input_text=SENTENCE * 3, token_budget=budget))
+    assert ("game_state", "summary_cue") not in steps(result)
+    assert truncated(result) == {"droppedScopes": ["game_state"],
+                                 "inputTrimmed": {"fromChars": len(SENTENCE * 3), "toChars": 0}}
+    assert not {"game_state", "input"} & set(result.meta.get("emptyScopes", []))
+    assert_exact_within(result, budget)
 
 
 # --- the NPC sub-budget -----------------------------------------------------------------------
@@ -396,7 +456,8 @@ def test_npc_budget_lowers_tiers_first() -> None:
 
 def test_npc_budget_then_drops_the_lowest_priority_npcs_whole() -> None:
     """Once every NPC is at its lowest tier, whole NPCs go, lowest priority first (beggar 0, then
-    guard 1; the innkeeper, 2, stays): meta.truncated.droppedNpcs names them; the block stays."""
+    guard 1; the innkeeper, 2, stays): meta.truncated.droppedNpcs names them in the order they went;
+    the block stays."""
     tier_0 = [(INNKEEPER, ["The innkeeper is friendly."]), (GUARD, ["The guard is stern."])]
     result = _npc_run(tokens(npc_block(*tier_0)))
     assert result.assembly.layers["npc"].text == npc_block(*tier_0)
@@ -406,8 +467,23 @@ def test_npc_budget_then_drops_the_lowest_priority_npcs_whole() -> None:
 
     result = _npc_run(tokens(npc_block(*tier_0)) - 1)
     assert result.assembly.layers["npc"].text == npc_block(tier_0[0])
-    assert sorted(truncated(result)["droppedNpcs"]) == [BEGGAR, GUARD]
+    assert steps(result) == [("npc", "cap_tiers"), ("npc", "cap_npcs")]
+    assert truncated(result)["droppedNpcs"] == [BEGGAR, GUARD]
     assert result.meta["segmentIdsByScope"]["npc"] == [6]
+
+
+def test_npc_budget_tiers_report_the_tier_the_reduction_left_even_if_the_npc_then_goes() -> None:
+    """npcDroppedTiers.toTier is the highest tier the tier reduction left the NPC (here 1, its lowest
+    segment's tier), even when cap_npcs then drops that NPC whole (droppedNpcs)."""
+    segments = [CORE, RULESET, segment(70, "npc", "A tall sailor.", "npc.a", tier=1),
+                segment(71, "npc", "He sings sea shanties.", "npc.a", tier=2),
+                segment(72, "npc", "A short sailor.", "npc.b", priority=1)]
+    keep = npc_block(("npc.b", ["A short sailor."]))
+    result = _npc_run(tokens(keep), (("npc.a", 2), ("npc.b", 0)), segments)
+    assert steps(result) == [("npc", "cap_tiers"), ("npc", "cap_npcs")]
+    assert result.assembly.layers["npc"].text == keep
+    assert truncated(result) == {"npcDroppedTiers": [{"npcId": "npc.a", "fromTier": 2, "toTier": 1}],
+                                 "droppedNpcs": ["npc.a"]}
 
 
 def test_npc_budget_of_equal_priorities_drops_the_one_listed_last() -> None:
@@ -433,41 +509,79 @@ def test_npc_budget_defaults_to_600_tokens() -> None:
     assert "droppedNpcs" not in truncated(result)
 
 
-@pytest.mark.xfail(strict=True, reason="npc:cap_npcs has floor none and drops every NPC, so npc:cap_cues "
-                   "never runs (services/profiles/builtin/game-master.json)")
+WATCHER = "She watches every stranger who comes through the door and remembers each face for years. "
+WATCHER_CUE = WATCHER.rstrip() + "…"  # the whole sentences within 119 characters, then an ellipsis
+WATCHED = [CORE, RULESET, segment(60, "npc", WATCHER * 3, SPY, priority=2),
+           segment(61, "npc", "A beggar sits by the fire.", BEGGAR)]
+
+
 def test_npc_budget_last_replaces_an_npc_with_a_behaviour_cue() -> None:
     """Over npcTokenBudget with one NPC at its lowest tier: the NPC is replaced by a behaviour cue
-    (its text cut to at most 120 characters), not dropped, and the block fits the budget."""
-    long = "She watches every stranger who comes through the door and remembers each face for years. " * 3
+    (its text cut to at most 120 characters on a sentence end), not dropped, and the block fits the
+    budget."""
+    long = WATCHER * 3
     segments = [CORE, RULESET, segment(60, "npc", long, SPY)]
     npc_budget = tokens(npc_block((SPY, [long[:119] + "…"])))
     result = _npc_run(npc_budget, ((SPY, 0),), segments)
     npc = body(result, "npc")
-    assert npc.startswith(f"NPC: {SPY}\n")
+    assert npc == f"NPC: {SPY}\n{WATCHER_CUE}"
     assert all(len(line) <= 120 for line in npc.splitlines())
+    assert steps(result) == [("npc", "cap_cues")]
     assert result.assembly.layers["npc"].tokens <= npc_budget
     assert SPY not in truncated(result).get("droppedNpcs", [])
+    assert result.meta["segmentIdsByScope"]["npc"] == [60]
+
+
+def test_npc_budget_keeps_the_last_npc_for_its_cue() -> None:
+    """cap_npcs drops the lower-priority NPCs but always leaves one (keep 1): here the beggar goes and
+    the spy, alone still over npcTokenBudget, is cued rather than dropped; the block stays."""
+    npc_budget = tokens(npc_block((SPY, [WATCHER_CUE])))
+    result = _npc_run(npc_budget, ((SPY, 0), (BEGGAR, 0)), WATCHED)
+    assert steps(result) == [("npc", "cap_npcs"), ("npc", "cap_cues")]
+    assert body(result, "npc") == f"NPC: {SPY}\n{WATCHER_CUE}"
+    assert result.assembly.layers["npc"].tokens <= npc_budget
+    assert truncated(result) == {"droppedNpcs": [BEGGAR]}
+    assert result.meta["segmentIdsByScope"]["npc"] == [60]
+
+
+def test_npc_budget_drops_the_block_when_even_the_cue_is_over() -> None:
+    """One token under the cued NPC's block: after the lower-priority NPCs and the cue, the NPC block
+    itself goes (cap_block, reason npc_budget), so the kept NPC is dropped last; droppedNpcs lists
+    the NPCs in the order they went and the emptied block is not an empty scope."""
+    npc_budget = tokens(npc_block((SPY, [WATCHER_CUE]))) - 1
+    result = _npc_run(npc_budget, ((SPY, 0), (BEGGAR, 0)), WATCHED)
+    assert steps(result) == [("npc", "cap_npcs"), ("npc", "cap_cues"), ("npc", "cap_block")]
+    assert "=== NPC_BEGIN ===" not in result.prompt
+    assert truncated(result)["droppedNpcs"] == [BEGGAR, SPY]
+    assert {r.id: r.reason for r in result.assembly.reports if r.layer == "npc"} == {
+        "segment:60": "npc_budget", "segment:61": "npc_budget"}
+    assert "npc" not in result.meta.get("emptyScopes", [])
+    assert result.meta["segmentIdsByScope"]["npc"] == []
 
 
 def test_npc_budget_zero_drops_every_npc_but_never_core() -> None:
-    """npcTokenBudget 0 leaves no NPC; core and ruleset are untouched."""
+    """npcTokenBudget 0 leaves no NPC block: tiers, then every NPC but the last by priority, then the
+    block with the last one (droppedNpcs in that order); core and ruleset are untouched."""
     result = _npc_run(0)
     assert "=== NPC_BEGIN ===" not in result.prompt
-    assert sorted(truncated(result)["droppedNpcs"]) == [BEGGAR, GUARD, INNKEEPER]
+    assert steps(result)[-1] == ("npc", "cap_block")
+    assert truncated(result)["droppedNpcs"] == [BEGGAR, GUARD, INNKEEPER]
     assert result.prompt == block("core", CORE.content) + "\n\n" + block("ruleset", RULESET.content)
 
 
 # --- core and ruleset, the default token budget, segment ids -----------------------------------
 
 def test_core_and_ruleset_over_the_budget_are_refused_with_both_numbers() -> None:
-    """Core and ruleset alone over tokenBudget: SEGMENTS_CORE_OVERBUDGET with coreTokens (at least
-    the two blocks' counts) and tokenBudget, after one unbounded look; never a prompt without them."""
-    core_tokens = tokens(block("core", CORE.content)) + tokens(block("ruleset", RULESET.content))
+    """Core and ruleset alone over tokenBudget: SEGMENTS_CORE_OVERBUDGET with coreTokens (the exact
+    count of the two blocks as the prompt joins them) and tokenBudget, from the one assembly the call
+    makes; never a prompt without them."""
+    core_tokens = prompt_tokens(block("core", CORE.content), block("ruleset", RULESET.content))
+    engine = EngineAssembler(SEGMENTS)
     with pytest.raises(SegmentsCoreOverbudget) as caught:
-        go(SEGMENTS, ladder_args(core_tokens - 1))
-    assert caught.value.fields["tokenBudget"] == core_tokens - 1
-    assert caught.value.fields["coreTokens"] >= core_tokens
+        asyncio.run(GameMaster(engine).assemble(ladder_args(core_tokens - 1)))
+    assert caught.value.fields == {"coreTokens": core_tokens, "tokenBudget": core_tokens - 1}
     assert caught.value.data_code == "SEGMENTS_CORE_OVERBUDGET"
+    assert len(engine.requests) == 1
 
 
 def test_a_budget_of_exactly_core_and_ruleset_keeps_only_them() -> None:
@@ -480,8 +594,6 @@ def test_a_budget_of_exactly_core_and_ruleset_keeps_only_them() -> None:
     assert_exact_within(result, tokens(both))
 
 
-@pytest.mark.xfail(strict=True, reason="GameMaster._refuse_if_core_overbudget sums the two sections' "
-                   "counts and leaves out the blank line between them (services/segments/assembler.py)")
 def test_core_and_ruleset_that_only_fail_with_their_separator_are_core_overbudget() -> None:
     """When the two blocks fit one by one but not together as the prompt holds them, they alone still
     exceed the budget: SEGMENTS_CORE_OVERBUDGET with their joined count, not CONTEXT_INPUT_TOO_LARGE."""
@@ -493,9 +605,6 @@ def test_core_and_ruleset_that_only_fail_with_their_separator_are_core_overbudge
     assert caught.value.fields == {"coreTokens": both, "tokenBudget": apart}
 
 
-@pytest.mark.xfail(strict=True, reason="a text block cut by cut_far_end can stay over its target (its "
-                   "delimiters are not counted), and with nothing left to cut the call is refused "
-                   "(services/context/reduce.py cut_far_end)")
 @pytest.mark.parametrize("scope", ["input", "player"])
 def test_only_core_and_ruleset_can_make_a_call_fail(scope: str) -> None:
     """Core and ruleset fit with room to spare: a short input or player text that does not fit is cut
@@ -588,7 +697,8 @@ def test_any_game_is_exact_within_budget_in_scope_order_or_refused(
     """For random segments, texts and budgets: either tokensEstimated is the tokenizer's count of the
     prompt and at most tokenBudget, core and ruleset are shown whole, and the blocks come in scope
     order (meta.order too); or the call is refused: SEGMENTS_CORE_OVERBUDGET (only when core and
-    ruleset pass the budget, with both numbers) or CONTEXT_INPUT_TOO_LARGE."""
+    ruleset as the prompt joins them pass the budget, with their exact count and the budget) or
+    CONTEXT_INPUT_TOO_LARGE."""
     segments, assemble_args = game
     budget = assemble_args.token_budget
     assert budget is not None
@@ -601,7 +711,7 @@ def test_any_game_is_exact_within_budget_in_scope_order_or_refused(
         refused = error
     if isinstance(refused, SegmentsCoreOverbudget):
         assert refused.fields["tokenBudget"] == budget < refused.fields["coreTokens"]
-        assert refused.fields["coreTokens"] == sum(tokens(b) for b in fixed)
+        assert refused.fields["coreTokens"] == prompt_tokens(*fixed)
         return
     if refused is not None:
         assert refused.data_code == "CONTEXT_INPUT_TOO_LARGE"
