@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import structlog
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("context.reduce")
 _MAX_FIX_ROUNDS = 64
 Rank = tuple[bool, float, tuple[str, int, str]]  # an item's place in render order
+_TOKENS = attrgetter("tokens")
 UNCOUNTED = -1  # the section was not counted before the step
 _ENDS = frozenset("。！？!?.…\n")
 _CLOSERS = frozenset("\"'”’」』）)】")
@@ -170,7 +172,7 @@ class State:
         name = step if isinstance(step, str) else step.id
         estimated = before == UNCOUNTED
         if estimated:
-            before = after + sum(max(item.tokens, 0) + 1 for item in gone)
+            before = after + sum(map(_TOKENS, gone)) + len(gone)  # screened: no negative counts
         self.reductions.append(Reduction(section_id, name, before, after, estimated))
         self.sizes[section_id] = after
 
