@@ -235,9 +235,9 @@ def _guess(sequence: Sequence[Item], excess: int) -> int:
 
 def drops_needed(
     state: State, section_id: str, sequence: Sequence[Item], size: int | None, target: int, floor: int = 0
-) -> tuple[int, int]:
-    """How many items a one-at-a-time loop drops from the front of ``sequence``, and the
-    section's count before.
+) -> tuple[int, int, int | None]:
+    """How many items a one-at-a-time loop drops from the front of ``sequence``, the section's
+    count before (:data:`UNCOUNTED` if it was not needed) and after (None if not counted).
 
     That loop drops the next item, recounts the section and stops as soon as it
     fits ``target``; with a ``floor`` it stops instead just before a drop that
@@ -247,7 +247,7 @@ def drops_needed(
     ``size`` is the section's current count if known.
     """
     if not sequence or (size is not None and size <= target):
-        return 0, size or 0
+        return 0, size or 0, size
     counts = {} if size is None else {0: size}
 
     def size_after(k: int) -> int:
@@ -261,13 +261,13 @@ def drops_needed(
         guess = min(max(_guess(sequence, estimate - target), 1), last)
         stop = first_true(lambda k: size_after(k) <= target, 0, last, guess)
         if stop == 1 and size_after(0) <= target:
-            return 0, counts[0]  # it fitted already
+            return 0, counts[0], counts[0]  # it fitted already
     else:
         stop = last  # nothing fits: the loop drops them all
     if floor and size_after(stop) < floor:
         # The loop checks the section without the next item before dropping it.
         stop = first_true(lambda k: size_after(k) < floor, 0, stop, stop) - 1
-    return stop, counts.get(0, UNCOUNTED)
+    return stop, counts.get(0, UNCOUNTED), counts.get(stop)
 
 
 def _sequence(state: State, section_id: str, step: StepPlan) -> list[Item]:
@@ -315,9 +315,11 @@ def drop_lowest(
     sequence = _sequence(state, section_id, step)
     if step.keep:
         sequence = sequence[:max(len(sequence) - step.keep, 0)]
-    stop, before = drops_needed(state, section_id, sequence, size, target, floor)
+    stop, before, after = drops_needed(state, section_id, sequence, size, target, floor)
     gone = sequence[:stop]
     state.drop(section_id, gone, step.reason)
+    if after is not None:
+        state.sizes[section_id] = after  # counted on the way: the section as the drop left it
     return gone, before
 
 
