@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.client import RpcClient
 from tests.support.scenarios import Project, rpc_error
+from tests.support.seed_game import FIRST_TURN
 
 SEED: list[dict[str, Any]] = [
     {"scope": "core", "content": "You are a helpful AI game master."},
@@ -30,43 +31,7 @@ FIRST_TURN_ARGS = {"entryPointId": "ep.whispercross", "worldId": "world.mystika"
                    "gameStateText": "You arrive at the Whispercross Inn.",
                    "playerText": "You are a level 3 fighter.", "inputText": "I want to explore the inn.",
                    "npcs": [{"npcId": "npc.innkeeper", "tier": 1}]}
-FIRST_TURN = """=== CORE_BEGIN ===
-You are a helpful AI game master.
-=== CORE_END ===
 
-=== RULESET_BEGIN ===
-Use classic D&D rules for combat.
-=== RULESET_END ===
-
-=== WORLD_BEGIN ===
-The world of Mystika is magical.
-=== WORLD_END ===
-
-=== ENTRY_BEGIN ===
-You are at the Whispercross Inn.
-=== ENTRY_END ===
-
-=== ENTRY_START_BEGIN ===
-Welcome to your adventure!
-=== ENTRY_START_END ===
-
-=== NPC_BEGIN ===
-NPC: npc.innkeeper
-The innkeeper is friendly.
-He knows local secrets.
-=== NPC_END ===
-
-=== GAME_STATE_BEGIN ===
-You arrive at the Whispercross Inn.
-=== GAME_STATE_END ===
-
-=== PLAYER_BEGIN ===
-You are a level 3 fighter.
-=== PLAYER_END ===
-
-=== INPUT_BEGIN ===
-I want to explore the inn.
-=== INPUT_END ==="""
 
 
 async def _game(rpc: RpcClient, folder: Path, segments: list[dict[str, Any]] = SEED) -> Project:

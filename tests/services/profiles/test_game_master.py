@@ -6,6 +6,7 @@ from services.context.engine import Request, assemble
 from services.context.models import Assembly, BudgetProfile, Item
 from services.profiles.plans import BuiltInPlans
 from tests.services.context.factory import counter
+from tests.support.seed_game import FIRST_TURN
 
 PROJECT = "p-gm"
 PLAN = BuiltInPlans().resolved["game-master"].plan
@@ -21,43 +22,7 @@ SEGMENTS: dict[str, list[Row]] = {  # scope -> [(id, text, npc, tier)], as the s
             (8, "He keeps a silver key behind the bar.", "npc.innkeeper", 2)],
 }
 
-FIRST_TURN = """=== CORE_BEGIN ===
-You are a helpful AI game master.
-=== CORE_END ===
 
-=== RULESET_BEGIN ===
-Use classic D&D rules for combat.
-=== RULESET_END ===
-
-=== WORLD_BEGIN ===
-The world of Mystika is magical.
-=== WORLD_END ===
-
-=== ENTRY_BEGIN ===
-You are at the Whispercross Inn.
-=== ENTRY_END ===
-
-=== ENTRY_START_BEGIN ===
-Welcome to your adventure!
-=== ENTRY_START_END ===
-
-=== NPC_BEGIN ===
-NPC: npc.innkeeper
-The innkeeper is friendly.
-He knows local secrets.
-=== NPC_END ===
-
-=== GAME_STATE_BEGIN ===
-You arrive at the Whispercross Inn.
-=== GAME_STATE_END ===
-
-=== PLAYER_BEGIN ===
-You are a level 3 fighter.
-=== PLAYER_END ===
-
-=== INPUT_BEGIN ===
-I want to explore the inn.
-=== INPUT_END ==="""
 
 
 def _items(max_tier: int, first_turn: bool) -> tuple[Item, ...]:
