@@ -85,6 +85,7 @@ class Truncated(_OmitNone):
     input_trimmed: InputTrimmed | None = None
     player_trimmed: InputTrimmed | None = None
     game_state_compressed: bool | None = None
+    npc_cues: bool | None = Field(default=None, description="the NPCs left stand as short behaviour cues")
 
 
 class SegmentsMeta(_OmitNone):

@@ -141,6 +141,7 @@ class Reduction:
     tokens_before: int
     tokens_after: int
     estimated: bool = False
+    kind: str = field(default="", compare=False)  # the step's kind (drop_section, ...), whatever its id
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,8 @@ Dedupe = Literal["id", "text", "window"]
 StepName = Literal["drop_lowest", "cut_far_end", "trim_chars", "summary_cue", "lower_tier", "drop_section"]
 Role = Literal["system", "user", "assistant"]
 
+MAX_TOKENS = 10_000_000  # the most a number of tokens may be, wherever it comes from
+
 # A condition: a fact's name, or ("not", c) / ("all", (c, ...)) / ("any", (c, ...)).
 Condition = str | tuple[str, object]
 # Text per language; "en" is the fallback.
@@ -173,7 +175,7 @@ class Plan:
             if not isinstance(ref, str):
                 return ref
             text = values.get(ref, self.variables.get(ref, "")).strip()
-            if not text.isdigit() or len(text) > 9:
+            if not (text.isascii() and text.isdigit()) or len(text) > 8 or int(text) > MAX_TOKENS:
                 raise ValueError(ref)
             return int(text)
 

@@ -146,7 +146,10 @@ class State:
         # Screening keeps one item per id, so identity is equality here (and much cheaper).
         self.kept[section_id] = self.without(section_id, gone)
         for item in gone:
-            self.reports.append(dropped(item, reason if isinstance(reason, str) else reason(item)))
+            report = dropped(item, reason if isinstance(reason, str) else reason(item))
+            if self.full_tokens:  # an item cut earlier reports its size before the cut
+                report.tokens = self.full_tokens.get(id(item), report.tokens)
+            self.reports.append(report)
         self.mark(section_id)
         for part in self.section(section_id).parts:
             if part.audit:  # one line for all, each by id: a log line costs more than the cut itself
@@ -173,7 +176,8 @@ class State:
         estimated = before == UNCOUNTED
         if estimated:
             before = after + sum(map(_TOKENS, gone)) + len(gone)  # screened: no negative counts
-        self.reductions.append(Reduction(section_id, name, before, after, estimated))
+        kind = step if isinstance(step, str) else step.step
+        self.reductions.append(Reduction(section_id, name, before, after, estimated, kind))
         self.sizes[section_id] = after
 
 

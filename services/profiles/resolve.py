@@ -268,6 +268,8 @@ class _Builder:
         at = _pointer("sections", section_id)
         if raw.get("parts") and (raw.get("source") or raw.get("content") is not None):
             self.problem(at, "a section has either parts or a source and content, not both")
+        if raw.get("parts") and any(k in raw for k in ("rank", "dedupe", "audit")):
+            self.problem(at, "rank, dedupe and audit go on each part of a section with parts")
         raw_parts = raw.get("parts") or [
             {"id": section_id, **{k: raw[k] for k in _PART_KEYS if k in raw}}
         ]

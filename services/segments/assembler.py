@@ -122,9 +122,8 @@ def _segment_ids(assembly: Assembly) -> dict[str, list[int]]:
 
 
 def _truncated(assembly: Assembly, args: AssembleArgs) -> dict[str, Any]:
-    reduced = [(r.section, r.step) for r in assembly.reductions]
     truncated: dict[str, Any] = {}
-    dropped = [section for section, step in reduced if step == "drop_section"]
+    dropped = [r.section for r in assembly.reductions if r.kind == "drop_section"]
     if dropped:
         truncated["droppedScopes"] = dropped
     tiers = _dropped_tiers(assembly)
@@ -135,11 +134,14 @@ def _truncated(assembly: Assembly, args: AssembleArgs) -> dict[str, Any]:
         truncated["droppedNpcs"] = gone
     for scope, text, name in (("input", args.input_text, "inputTrimmed"),
                               ("player", args.player_text, "playerTrimmed")):
-        if text and any(section == scope and step != "drop_section" for section, step in reduced):
+        if text and any(r.section == scope and r.kind != "drop_section" for r in assembly.reductions):
             kept = assembly.part_texts.get((scope, scope), "")
             truncated[name] = {"fromChars": len(text), "toChars": len(kept)}
-    if ("game_state", "summary_cue") in reduced:
+    # Dropped is compressed to nothing: the seed reports a short game state under a tiny budget so.
+    if any(r.section == "game_state" for r in assembly.reductions):
         truncated["gameStateCompressed"] = True
+    if any(r.section == "npc" and r.kind == "summary_cue" for r in assembly.reductions):
+        truncated["npcCues"] = True  # the NPCs left stand as short behaviour cues
     return truncated
 
 

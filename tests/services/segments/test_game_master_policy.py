@@ -417,16 +417,17 @@ def test_a_player_block_cut_for_the_budget_is_reported_in_meta() -> None:
     assert_exact_within(result, budget)
 
 
-def test_a_game_state_dropped_without_its_cue_is_not_reported_compressed() -> None:
+def test_a_game_state_dropped_without_its_cue_is_reported_compressed_and_dropped() -> None:
     """A game state under 400 characters gets no cue; when the budget drops it, it is in droppedScopes
-    and meta.truncated has no gameStateCompressed; neither it nor the input the budget cut to nothing
-    is listed in emptyScopes."""
+    and meta.truncated says gameStateCompressed (compressed to nothing, as the seed's 100-token example
+    reports a short game state); neither it nor the input the budget cut to nothing is listed in
+    emptyScopes."""
     state = "The inn is busy."
     budget = prompt_tokens(block("core", CORE.content), block("ruleset", RULESET.content),
                            block("world", WORLD.content))
     result = go([CORE, RULESET, WORLD], args(game_state=state, input_text=SENTENCE * 3, token_budget=budget))
     assert ("game_state", "summary_cue") not in steps(result)
-    assert truncated(result) == {"droppedScopes": ["game_state"],
+    assert truncated(result) == {"droppedScopes": ["game_state"], "gameStateCompressed": True,
                                  "inputTrimmed": {"fromChars": len(SENTENCE * 3), "toChars": 0}}
     assert not {"game_state", "input"} & set(result.meta.get("emptyScopes", []))
     assert_exact_within(result, budget)
@@ -540,7 +541,7 @@ def test_npc_budget_keeps_the_last_npc_for_its_cue() -> None:
     assert steps(result) == [("npc", "cap_npcs"), ("npc", "cap_cues")]
     assert body(result, "npc") == f"NPC: {SPY}\n{WATCHER_CUE}"
     assert result.assembly.layers["npc"].tokens <= npc_budget
-    assert truncated(result) == {"droppedNpcs": [BEGGAR]}
+    assert truncated(result) == {"droppedNpcs": [BEGGAR], "npcCues": True}
     assert result.meta["segmentIdsByScope"]["npc"] == [60]
 
 
