@@ -89,6 +89,9 @@ class StepPlan:
     chars: int | None = None
     cue: Localized | None = None
     reason: str = "budget"
+    # Per part, where one step drops from several parts each in its own order or for its own reason.
+    part_orders: Mapping[str, Literal["key", "reverse"]] = field(default_factory=dict)
+    part_reasons: Mapping[str, str] = field(default_factory=dict)
     warn: Literal["below_minimum", "overbudget"] | None = None
     groups: bool = False  # drop_lowest: whole groups at a time
     keep: int = 0  # drop_lowest: items (or groups) the step always leaves

@@ -277,15 +277,23 @@ def drops_needed(
 def _sequence(state: State, section_id: str, step: StepPlan) -> list[Item]:
     """The step's candidates, first to go first."""
     items = [i for i in state.kept[section_id] if step.origin is None or i.origin == step.origin]
-    groups = [items] if step.parts is None else [[i for i in items if i.section == p] for p in step.parts]
+    parts: list[str | None] = [None] if step.parts is None else list(step.parts)
     natural = state.memo.natural_id
     sequence: list[Item] = []
-    for group in groups:
-        if step.order == "reverse":
+    for part in parts:
+        group = items if part is None else [i for i in items if i.section == part]
+        if step.part_orders.get(part or "", step.order) == "reverse":
             sequence.extend(reversed(group))
         else:
             sequence.extend(sorted(group, key=lambda i: (i.key, natural(i.id))))
     return sequence
+
+
+def _reason(step: StepPlan) -> str | Callable[[Item], str]:
+    """Why the step's drops went: one reason, or each part's own."""
+    if not step.part_reasons:
+        return step.reason
+    return lambda item: step.part_reasons.get(item.section, step.reason)
 
 
 def _drop_groups(state: State, section_id: str, step: StepPlan, target: int, floor: int,
@@ -303,7 +311,7 @@ def _drop_groups(state: State, section_id: str, step: StepPlan, target: int, flo
         after = state.count(state.text(section_id, state.without(section_id, members)))
         if floor and after < floor:
             break
-        state.drop(section_id, members, step.reason)
+        state.drop(section_id, members, _reason(step))
         current = after
         gone += members
     return gone, before
@@ -321,7 +329,7 @@ def drop_lowest(
         sequence = sequence[:max(len(sequence) - step.keep, 0)]
     stop, before, after = drops_needed(state, section_id, sequence, size, target, floor)
     gone = sequence[:stop]
-    state.drop(section_id, gone, step.reason)
+    state.drop(section_id, gone, _reason(step))
     if after is not None:
         state.sizes[section_id] = after  # counted on the way: the section as the drop left it
     return gone, before

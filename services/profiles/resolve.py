@@ -253,10 +253,12 @@ class _Builder:
                     floor=step.get("floor", "minimum"),
                     parts=tuple(step["parts"]) if step.get("parts") is not None else None,
                     origin=step.get("origin"),
-                    order=step.get("order", "key"),
+                    order=_one(step.get("order", "key"), "key"),
+                    part_orders=_each(step.get("order")),
                     chars=step.get("chars"),
                     cue=_local(step.get("cue")),
-                    reason=step.get("reason", "budget"),
+                    reason=_one(step.get("reason", "budget"), "budget"),
+                    part_reasons=_each(step.get("reason")),
                     warn=step.get("warn"),
                     groups=bool(step.get("groups")),
                     keep=int(step.get("keep", 0)),
@@ -410,6 +412,16 @@ class _Builder:
         rest = [s.id for s in reversed(sections) if s.id not in first and not s.never]
         never = [s.id for s in reversed(sections) if s.never]
         return tuple(first + rest + never)
+
+
+def _one(value: Any, default: str) -> Any:
+    """A step setting given once for all its parts, else ``default`` (each part has its own)."""
+    return value if isinstance(value, str) else default
+
+
+def _each(value: Any) -> dict[str, Any]:
+    """A step setting given per part, else none."""
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _local(value: Any) -> Mapping[str, str] | None:

@@ -89,6 +89,9 @@ class ProfileBudget(_Model):
     output_reserve: Tokens = 0
 
 
+Reason = Annotated[str, Field(pattern=r"^[a-z_]{1,32}$")]
+Order = Literal["key", "reverse"]
+PartId = Annotated[str, Field(pattern=ID_PATTERN)]
 StepName = Literal["drop_lowest", "cut_far_end", "trim_chars", "summary_cue", "lower_tier", "drop_section"]
 
 
@@ -113,8 +116,8 @@ class Step(_Model):
     origin: Literal["user", "kg", "project"] | None = Field(
         default=None, description="drop_lowest: only items of this origin"
     )
-    order: Literal["key", "reverse"] = Field(
-        default="key", description="drop_lowest: lowest key first, or reverse render order"
+    order: Order | dict[PartId, Order] = Field(
+        default="key", description="drop_lowest: lowest key first, or reverse render order; or one per part"
     )
     chars: int | None = Field(
         default=None, ge=1, le=1_000_000, description="trim_chars, summary_cue: the length"
@@ -126,8 +129,8 @@ class Step(_Model):
                       description="drop_lowest: items (or groups) this step always leaves")
     groups: bool = Field(default=False,
                          description="drop_lowest: whole groups (e.g. an NPC), lowest key first")
-    reason: Annotated[str, Field(pattern=r"^[a-z_]{1,32}$")] | None = Field(
-        default=None, description="the reason given to dropped items (default: budget)"
+    reason: Reason | dict[PartId, Reason] | None = Field(
+        default=None, description="the reason given to dropped items (default: budget); or one per part"
     )
     warn: Literal["below_minimum", "overbudget"] | None = None
 

@@ -110,8 +110,7 @@ def test_novel_trim_order_and_last_resort() -> None:
     Settings, Immediate down to their minimums, then again below them; the last resort cuts
     Retrieved, Settings, Immediate and only then Rules."""
     assert [(s.name, s.target, s.floor) for s in novel().trim] == [
-        ("rules:shed_entities", "cap", "none"),
-        ("rules:shed_kg_constraints", "cap", "none"),
+        ("rules:shed_kg", "cap", "none"),
         ("retrieved:to_minimum", "fit", "minimum"),
         ("settings:to_minimum", "fit", "minimum"),
         ("immediate:to_minimum", "fit", "minimum"),

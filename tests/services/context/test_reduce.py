@@ -3,6 +3,8 @@ the record of every step taken, and the last resort."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -521,3 +523,19 @@ def test_section_plans_are_unchanged_by_reduction() -> None:
     again = run(the_plan, _xy(), total=40)
     assert the_plan.sections is sections
     assert (first.prompt, first.reductions) == (again.prompt, again.reductions)
+
+
+def test_one_step_drops_from_several_parts_each_in_its_order_and_for_its_reason() -> None:
+    """A step naming several parts drops from them in that order, each part sorted its own way (reverse
+    render order for one, lowest key for the other) and each drop giving its part's reason."""
+    shed = step("s", "drop_lowest", parts=("a", "b"), floor="none",
+                part_orders={"a": "reverse", "b": "key"}, part_reasons={"a": "from_a", "b": "from_b"})
+    two = plan(section("s", part("a"), part("b")), trim=[shed], last_resort=["s"])
+    items = [thing("a:1", "s", "a", "Alpha one is a line.", key=0.5),
+             thing("a:2", "s", "a", "Alpha two.", key=0.5),
+             thing("b:1", "s", "b", "Beta one is a line.", key=0.2),
+             thing("b:2", "s", "b", "Beta two.", key=0.1)]
+    state = start(two, items)
+    apply(state, "s", replace(shed, target="fit"), 0, 0, None)
+    assert [(r.id, r.reason) for r in state.reports] == [
+        ("a:2", "from_a"), ("a:1", "from_a"), ("b:2", "from_b"), ("b:1", "from_b")]
