@@ -44,7 +44,8 @@ BUILT_IN: dict[str, SourceInfo] = {
     "segments.npc": SourceInfo("items", ("hasNpcs",)),
 }
 
-# ${...} namespaces whose values the assembly publishes (project.name, system.skill, ...).
+# ${...} namespaces whose values the assembly publishes (project.id, project.language, system.skill,
+# ...); user.* and memory.* are for the sources that will publish them.
 NAMESPACES = ("project", "system", "user", "memory")
 
 
