@@ -8,15 +8,16 @@ Run from the repository root::
 The data is one realistic, deterministic project (seeded generator, bilingual):
 50 constraints (15 of them kg-derived), 100 knowledge-graph entities, 30
 confirmed semantic rules, 200 retrieval candidates and a 20k-token chapter of
-Chinese prose mixed with English, with the cursor near its end. Document
-retrieval is not built yet, so in-process the 200 candidates are engine
-``Item``\\ s in the Retrieved layer (section ``passages``, each with a score);
-through the JSON-RPC methods and over the websocket they are 200 episodic
-memories instead (of which the memory provider ranks the newest 50).
+Chinese prose mixed with English, with the cursor near its end. In-process
+the 200 candidates are engine ``Item``\\ s in the novel profile's Retrieved
+section (part ``passages``, each with a score), so the engine is measured
+without the retrieval index; through the JSON-RPC methods and over the
+websocket they are 200 episodic memories instead (of which the memory
+provider ranks the newest 50), beside whatever the index finds.
 
 Phases, in order (latency per call, reported in ms as p50/p95/p99):
 
-1. **Engine** ``assemble(Request, CountCache)``: warm (one CountCache for the
+1. **Engine** ``assemble(Request, CountCache, memo)`` on the ``novel`` plan: warm (one CountCache for the
    whole phase) with the same request repeated, warm with a new cursor
    position on every call, and cold (a fresh CountCache on every call).
 2. **Budget** and **hash** alone: ``make_budget`` plus the engine's own

@@ -166,4 +166,4 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
     )
 
 
-__all__ = ["Request", "assemble", "dropped"]
+__all__ = ["Request", "assemble"]

@@ -622,4 +622,4 @@ def _last_resort(state: State, texts: dict[str, str], excess: int) -> None:
                         fixedTokens=state.count(never))
 
 
-__all__ = ["State", "fit", "order_items", "verify", "wrap"]
+__all__ = ["State", "apply", "cut_chars", "fit", "order_items", "verify"]
