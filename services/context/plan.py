@@ -68,6 +68,7 @@ class PartPlan:
     group_header: Localized | None = None  # items by group, each under this line ({group}: its name)
     list_style: ListStyle = "plain"
     separator: str = "\n\n"
+    marker: str | None = None  # before each item of a numbered ({n}: its number) or bulleted list
     content: tuple[Line, ...] = ()
     condition: Condition | None = None
     rank: Rank = "key"
@@ -116,6 +117,7 @@ class SectionPlan:
     candidates: int | None = None
     overbudget_warning: str | None = None
     truncated_warning: str | None = None
+    separator: str = "\n\n"  # between its parts
 
     def part(self, part_id: str) -> PartPlan | None:
         return next((p for p in self.parts if p.id == part_id), None)

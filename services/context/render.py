@@ -19,9 +19,13 @@ SEPARATOR = "\n\n"
 def list_body(part: PartPlan, texts: Sequence[str]) -> str:
     """Texts as the part's list: numbered after every cut (so without gaps), bulleted or plain."""
     if part.list_style == "numbered":
-        return "\n".join(f"{n}. {text}" for n, text in enumerate(texts, start=1))
+        if part.marker is None:
+            return "\n".join(f"{n}. {text}" for n, text in enumerate(texts, start=1))
+        mark = part.marker
+        return "\n".join(mark.replace("{n}", str(n)) + text for n, text in enumerate(texts, start=1))
     if part.list_style == "bulleted":
-        return "\n".join(f"- {text}" for text in texts)
+        bullet = "- " if part.marker is None else part.marker
+        return "\n".join(bullet + text for text in texts)
     return part.separator.join(texts)
 
 
@@ -89,7 +93,7 @@ def render_section(section: SectionPlan, items: Iterable[Item], texts: Mapping[s
         text = wrap(part, body, language, frames, section.id)
         if text:
             parts.append(text)
-    return SEPARATOR.join(parts)
+    return section.separator.join(parts)
 
 
 def join_sections(plan: Plan, texts: Mapping[str, str]) -> tuple[str, dict[str, int]]:

@@ -205,7 +205,7 @@ class _Builder:
         if raw.get("content") is not None and source != LITERAL:
             self.problem(at + "/content", "content lines belong to a literal source")
         fmt = raw.get("format") or {}
-        for key in ("header", "begin", "end", "cursor", "group"):
+        for key in ("header", "begin", "end", "cursor", "group", "marker"):
             for text in [fmt[key]] if isinstance(fmt.get(key), str) else (fmt.get(key) or {}).values():
                 if PLACEHOLDER.search(text):
                     self.problem(f"{at}/format/{key}", "formats take no placeholders")
@@ -219,6 +219,7 @@ class _Builder:
             cursor=_local(fmt.get("cursor")),
             list_style=fmt.get("list", "plain"),
             separator=fmt.get("separator", "\n\n"),
+            marker=fmt.get("marker"),
             content=self.lines(raw.get("content"), at + "/content"),
             condition=self.condition(raw.get("condition"), at + "/condition"),
             rank=raw.get("rank", "key"),
@@ -303,6 +304,7 @@ class _Builder:
             candidates=raw.get("candidates"),
             overbudget_warning=warnings.get("overbudget"),
             truncated_warning=warnings.get("truncated"),
+            separator=raw.get("separator", "\n\n"),
         )
 
     def roles(self) -> dict[str, str]:

@@ -69,6 +69,11 @@ class Format(_Model):
     separator: Text | None = Field(
         default=None, description="between items of a plain list; default a blank line"
     )
+    marker: Annotated[str, Field(max_length=32)] | None = Field(
+        default=None,
+        description="numbered: what goes before each item, {n} its number (default \"{n}. \"); "
+        "bulleted: the bullet (default \"- \")",
+    )
 
 
 VarRef = Annotated[str, Field(pattern=r"^\$\{[A-Za-z][A-Za-z0-9_]{0,63}\}$")]
@@ -182,6 +187,8 @@ class Section(_Model):
         default=None, ge=1, le=10_000, description="at most this many items screened in"
     )
     warnings: Warnings | None = None
+    separator: Text | None = Field(default=None, description="between the parts of this section; "
+                                   "default a blank line")
     override: bool = Field(default=False, description="replace the parent's section of this id")
     exclude: bool = Field(default=False, description="remove the parent's section of this id")
 

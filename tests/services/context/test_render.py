@@ -117,3 +117,27 @@ def test_constraints_numbered_without_gaps_for_any_subset(chosen: list[int], ext
     assert first == again
     numbered = [line for line in first.splitlines() if line[:1].isdigit()]
     assert numbered == [f"{k}. {CONSTRAINT_TEXTS[n]}" for k, n in enumerate(chosen, start=1)]
+
+
+def test_a_marker_shapes_numbered_and_bulleted_lists() -> None:
+    """A part's marker replaces "{n}. " (with {n} numbered from 1 after cuts) or the "- " bullet."""
+    from dataclasses import replace
+
+    from services.context.render import list_body
+
+    part = novel().section("rules").part("constraints")
+    assert part is not None
+    numbered = replace(part, list_style="numbered", marker="  {n}) ")
+    assert list_body(numbered, ["a", "b"]) == "  1) a\n  2) b"
+    bulleted = replace(part, list_style="bulleted", marker="* ")
+    assert list_body(bulleted, ["a", "b"]) == "* a\n* b"
+    assert list_body(replace(part, list_style="numbered"), ["a"]) == "1. a"
+
+
+def test_a_section_separator_joins_its_parts() -> None:
+    """A section's separator stands between its parts instead of a blank line."""
+    from dataclasses import replace
+
+    section = replace(novel().section("settings"), separator="\n")
+    text = render_section(section, [item("s1", "preferences", "短句"), item("s2", "style", "冷峻")], {}, "en")
+    assert text == "[Writing preferences]\n- 短句\n[Style notes]\n冷峻"
