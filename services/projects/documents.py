@@ -14,6 +14,7 @@ rename to make the window small.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import hashlib
 import os
 import stat
@@ -110,6 +111,11 @@ class DocumentStore:
         """The document's text (UTF-8), or DocumentNotFound."""
         return await asyncio.to_thread(self._read, project_id, document_id)
 
+    async def heads(self, project_id: str, limit_bytes: int = 2048) -> builtins.list[tuple[str, str]]:
+        """Every listed document's id and the start of its text (at most ``limit_bytes``, decoded
+        leniently): enough to read its title without reading whole documents."""
+        return await asyncio.to_thread(self._heads, project_id, limit_bytes)
+
     async def write(self, project_id: str, document_id: str, text: str) -> DocumentInfo:
         """Replace (or create) the document atomically, creating its folders in the project."""
         info = await asyncio.to_thread(self._write, project_id, document_id, text)
@@ -156,6 +162,21 @@ class DocumentStore:
         _log.info("document.read", project_id=project_id, document=document_ref(document_id),
                   bytes=len(data))
         return text
+
+    def _heads(self, project_id: str, limit_bytes: int) -> builtins.list[tuple[str, str]]:
+        root = self._root(project_id)
+        found: builtins.list[tuple[str, str]] = []
+        for info in self._list(project_id).documents:
+            try:
+                fd = os.open(resolve_document(root, info.document_id), _READ_FLAGS)
+            except (OSError, ValueError, StrataError):
+                continue
+            try:
+                head = read_at_most(fd, limit_bytes) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+            finally:
+                os.close(fd)
+            found.append((info.document_id, head.decode("utf-8", "ignore")))
+        return found
 
     def _read_bytes(self, path: Path) -> bytes:
         # O_NONBLOCK: a FIFO named like a document must not hang the thread in open().

@@ -79,6 +79,19 @@ async def test_list_leaves_out_links_to_outside(folder: Path, outside: Path, pro
     assert [d.document_id for d in listing.documents] == ["alias.md", "real.md"]
 
 
+async def test_heads_give_the_start_of_each_listed_document(
+        folder: Path, project: ProjectRecord, store: DocumentStore) -> None:
+    """heads() reads at most the bound from each listed document, decodes leniently, and skips
+    what a listing skips."""
+    (folder / "ch01.md").write_text("# 第一章 灯塔\n" + "字" * 5000, encoding="utf-8")
+    (folder / "b.md").write_bytes(b"Chapter 2\n\xff\xfe tail")
+    (folder / ".hidden.md").write_text("secret")
+    heads = dict(await store.heads(project.id, 64))
+    assert set(heads) == {"ch01.md", "b.md"}
+    assert heads["ch01.md"].startswith("# 第一章 灯塔\n") and len(heads["ch01.md"].encode()) <= 64
+    assert heads["b.md"] == "Chapter 2\n tail"
+
+
 async def test_list_is_bounded(folder: Path, project: ProjectRecord, database: Database) -> None:
     """Past the listing bound the first documents by id come back and `truncated` says so."""
     for i in range(5):
