@@ -42,6 +42,8 @@ BUILT_IN: dict[str, SourceInfo] = {
     "segments.entry": SourceInfo("items"),
     "segments.entry_start": SourceInfo("items", ("hasEntryStart",)),
     "segments.npc": SourceInfo("items", ("hasNpcs",)),
+    # The command chat: the user's messages before the current one (the chat-navigation profile).
+    "chat.recent": SourceInfo("items", ("hasRecentMessages",)),
 }
 
 # ${...} namespaces whose values the assembly publishes (project.id, project.language, system.skill,

@@ -1,0 +1,1 @@
+"""Summaries without owning a model: ask a connected client, else summarize extractively."""
