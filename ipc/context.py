@@ -7,9 +7,16 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ipc.outbound import ClientClosed
+
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 Cancel = Callable[[Any], bool]
 Subscribe = Callable[[frozenset[str]], None]
+# A server-to-client request: (method, params, timeout in s) -> the client's result.
+Request = Callable[[str, dict[str, Any] | list[Any] | None, float], Awaitable[Any]]
+Declare = Callable[[frozenset[str]], None]
+# Registers a callback run once when the connection closes; returns a function that unregisters it.
+OnClose = Callable[[Callable[[], None]], Callable[[], None]]
 
 
 class Role(StrEnum):
@@ -31,6 +38,22 @@ def _no_subscribe(topics: frozenset[str]) -> None:
     return None
 
 
+async def _no_request(method: str, params: dict[str, Any] | list[Any] | None, timeout: float) -> Any:
+    raise ClientClosed()
+
+
+def _no_declare(capabilities: frozenset[str]) -> None:
+    return None
+
+
+def _nothing() -> None:
+    return None
+
+
+def _no_on_close(callback: Callable[[], None]) -> Callable[[], None]:
+    return _nothing
+
+
 @dataclass(frozen=True, slots=True)
 class Peer:
     """One connected client: its identity and how to reach it."""
@@ -40,6 +63,10 @@ class Peer:
     notify: Notify = _no_notify
     cancel: Cancel = _no_cancel
     subscribe: Subscribe = _no_subscribe  # replaces the topics of server notifications it receives
+    # Asks the client and awaits its answer; raises an ipc.outbound.OutboundError.
+    request: Request = _no_request
+    declare: Declare = _no_declare  # replaces what this client says it can do (system:capabilities)
+    on_close: OnClose = _no_on_close
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,13 @@ error replies, and turns replies back into text. It is strict where the
 specification is: standard JSON only (no ``NaN``/``Infinity``), ``jsonrpc``
 must be exactly ``"2.0"``, ids are strings, numbers or null (never booleans),
 and an invalid entry of a batch gets its own error without spoiling the rest.
+
+A client also answers the server's own requests (server-to-client calls such
+as ``llm:complete``): an entry with no ``"method"``, ``"jsonrpc": "2.0"``, a
+string or number id and exactly one of ``"result"`` and ``"error"`` (an
+object) is a :class:`Response`, alone or inside a batch. A response never
+gets a reply; anything else that is not a request is an Invalid Request as
+before.
 """
 
 from __future__ import annotations
@@ -37,10 +44,26 @@ class Call:
 
 
 @dataclass(frozen=True, slots=True)
-class Frame:
-    """A parsed frame: its entries, each a Call or an error reply text."""
+class Response:
+    """A client's answer to a server-to-client request.
 
-    entries: tuple[Call | str, ...]
+    ``error`` is the error object when the client answered with one (then
+    ``result`` is None), else None; ``result`` may itself be null.
+    """
+
+    id: str | int | float
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+Entry = Call | Response | str
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A parsed frame: its entries, each a Call, a Response or an error reply text."""
+
+    entries: tuple[Entry, ...]
     is_batch: bool
 
 
@@ -114,10 +137,26 @@ def _reply_id(id_: Any) -> Any:
     return id_ if id_ is not NO_ID and _valid_id(id_) else None
 
 
-def validate_entry(obj: Any) -> Call | str:
-    """Validate one request object: a :class:`Call`, or an error reply text."""
+def _as_response(obj: dict[str, Any]) -> Response | None:
+    """``obj`` as a client's :class:`Response`, or None if it is not a well-formed one."""
+    if "method" in obj or obj.get("jsonrpc") != JSONRPC or ("result" in obj) == ("error" in obj):
+        return None
+    id_ = obj.get("id")
+    if id_ is None or not _valid_id(id_):
+        return None
+    if "error" in obj:
+        error = obj["error"]
+        return Response(id=id_, error=error) if isinstance(error, dict) else None
+    return Response(id=id_, result=obj["result"])
+
+
+def validate_entry(obj: Any) -> Entry:
+    """Validate one entry: a :class:`Call`, a client's :class:`Response`, or an error reply text."""
     if not isinstance(obj, dict):
         return error_reply(None, InvalidRequest("Invalid Request: expected an object"))
+    response = _as_response(obj)
+    if response is not None:
+        return response
     id_ = obj.get("id", NO_ID)
     if id_ is not NO_ID and not _valid_id(id_):
         return error_reply(None, InvalidRequest("Invalid Request: id must be a string, number or null"))

@@ -6,12 +6,20 @@ test with a list for a socket. Requests run concurrently as tasks; replies
 go out as each finishes. Every entry counts against ``max_in_flight`` until
 its reply is handed to the transport, so a client that stops reading ends up
 with its own requests refused rather than the server buffering for it.
+
+The server may ask the client too (:meth:`Session.request`, e.g.
+``llm:complete``): the request goes out with a string id ``s<n>`` and the
+client's :class:`~ipc.protocol.Response` resolves it. Responses are taken
+as they arrive, in any frame, never answered and never counted against
+``max_in_flight``. At most ``max_outbound`` such requests wait per
+connection; closing or draining fails every one of them at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -23,7 +31,8 @@ from ipc.context import CallContext, Peer, Role
 from ipc.dispatch import Dispatcher
 from ipc.errors import InternalError, RequestCancelled, RpcError, ShuttingDown, TooManyRequests
 from ipc.models import WireModel
-from ipc.protocol import Call, batch_reply, dumps, error_reply, parse_frame, success_reply
+from ipc.outbound import ClientBusy, ClientClosed, ClientRequestError, ClientTimeout
+from ipc.protocol import Call, Response, batch_reply, dumps, error_reply, parse_frame, success_reply
 
 CANCEL_METHOD = "$/cancelRequest"
 
@@ -41,6 +50,7 @@ class CancelParams(WireModel):
 class SessionLimits:
     max_in_flight: int = 64
     max_batch: int = 64
+    max_outbound: int = 8  # server-to-client requests awaiting an answer
 
 
 def _id_key(request_id: Any) -> Hashable:
@@ -49,6 +59,10 @@ def _id_key(request_id: Any) -> Hashable:
 
 def _always_free() -> bool:
     return False
+
+
+def _nothing() -> None:
+    return None
 
 
 def _task_reply(task: asyncio.Task[str | None]) -> str | None:
@@ -89,18 +103,38 @@ class Session:
         self._idle.set()
         self.dropped_notifications = 0
         self.topics: frozenset[str] = frozenset()  # server notifications this connection asked for
+        self.capabilities: frozenset[str] = frozenset()  # what the client said it can do for the server
+        self.unexpected_responses = 0
+        self._outbound: dict[str, asyncio.Future[Response]] = {}
+        self._outbound_ids = itertools.count(1)
+        self._closed = False
+        self._on_close: dict[int, Callable[[], None]] = {}
+        self._on_close_ids = itertools.count()
         self.peer = Peer(connection_id=connection_id, role=role, notify=self.notify, cancel=self.cancel,
-                         subscribe=self._subscribe)
+                         subscribe=self._subscribe, request=self.request, declare=self._declare,
+                         on_close=self._add_on_close)
         self._log = structlog.get_logger("ipc.session").bind(conn=connection_id)
 
     @property
     def in_flight(self) -> int:
         return self._in_flight
 
+    @property
+    def outbound(self) -> int:
+        """Server-to-client requests awaiting the client's answer."""
+        return len(self._outbound)
+
     async def receive(self, text: str) -> None:
-        """Take one frame; schedule its calls and send any immediate errors."""
+        """Take one frame: settle its responses, schedule its calls and send any immediate errors."""
         frame = parse_frame(text, self._limits.max_batch)
-        entries = list(frame.entries)
+        entries: list[Call | str] = []
+        for entry in frame.entries:
+            if isinstance(entry, Response):
+                self._settle(entry)
+            else:
+                entries.append(entry)
+        if not entries:  # only responses: nothing to answer
+            return
         if not frame.is_batch and isinstance(entries[0], Call) and entries[0].method == CANCEL_METHOD:
             await self._emit([self._cancel_now(entries[0])])
             return
@@ -159,6 +193,107 @@ class Session:
 
     def _subscribe(self, topics: frozenset[str]) -> None:
         self.topics = topics
+
+    def _declare(self, capabilities: frozenset[str]) -> None:
+        self.capabilities = capabilities
+
+    def _add_on_close(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` once when the session closes (at once if it has); returns its remover."""
+        if self._closed:
+            self._run_callback(callback)
+            return _nothing
+        key = next(self._on_close_ids)
+        self._on_close[key] = callback
+
+        def remove() -> None:
+            self._on_close.pop(key, None)
+
+        return remove
+
+    def _run_callback(self, callback: Callable[[], None]) -> None:
+        try:
+            callback()
+        except Exception as exc:  # one listener's failure must not stop the others
+            self._log.error("rpc.on_close_failed", exc_type=type(exc).__name__)
+
+    async def request(self, method: str, params: dict[str, Any] | list[Any] | None,
+                      timeout: float) -> Any:
+        """Ask the client: send a request with id ``s<n>`` and return the result it answers.
+
+        Raises :class:`~ipc.outbound.ClientBusy` at once, without sending, when
+        ``max_outbound`` requests already wait or the client lags;
+        :class:`~ipc.outbound.ClientClosed` when the session is closing or
+        closes while waiting; :class:`~ipc.outbound.ClientTimeout` after
+        ``timeout`` seconds (the client is then sent ``$/cancelRequest``);
+        :class:`~ipc.outbound.ClientRequestError` with the client's error code.
+        """
+        if self._draining or self._closed:
+            raise ClientClosed()
+        if len(self._outbound) >= self._limits.max_outbound:
+            self._log.info("rpc.outbound_refused", method=method, why="limit", waiting=len(self._outbound))
+            raise ClientBusy("limit")
+        if self._congested():
+            self._log.info("rpc.outbound_refused", method=method, why="congested")
+            raise ClientBusy("congested")
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": f"s{next(self._outbound_ids)}", "method": method}
+        if params is not None:
+            message["params"] = params
+        text = dumps(message)  # a params value that is not JSON fails here, before anything waits
+        request_id: str = message["id"]
+        answer: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        self._outbound[request_id] = answer
+        deadline = asyncio.timeout(timeout)
+        try:
+            async with deadline:
+                await self._send(text)
+                response = await answer
+        except TimeoutError:
+            if not deadline.expired():  # not our deadline: let it be what it is
+                raise
+            self._outbound.pop(request_id, None)
+            self._log.info("rpc.outbound_timeout", method=method, id=request_id, timeout=timeout)
+            await self._cancel_outbound(request_id)
+            raise ClientTimeout(timeout) from None
+        except asyncio.CancelledError:
+            if self._outbound.pop(request_id, None) is not None:  # the caller gave up while waiting
+                await asyncio.shield(self._cancel_outbound(request_id))
+            raise
+        finally:
+            self._outbound.pop(request_id, None)
+            if answer.done() and not answer.cancelled():
+                answer.exception()  # retrieved, so an unawaited failure is not reported as lost
+        if response.error is not None:
+            code = response.error.get("code")
+            valid = isinstance(code, int) and not isinstance(code, bool)
+            raise ClientRequestError(code if valid else None)
+        return response.result
+
+    async def _cancel_outbound(self, request_id: str) -> None:
+        """Tell the client to stop working on ``request_id``: best effort, never raises."""
+        if self._draining or self._closed or self._congested():
+            return
+        try:
+            await self._send(dumps({"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"id": request_id}}))
+        except Exception as exc:  # the request has already failed; this notice is a courtesy
+            self._log.info("rpc.outbound_cancel_unsent", exc_type=type(exc).__name__)
+
+    def _settle(self, response: Response) -> None:
+        """Hand a response to the request that awaits it; ignore (and count) any other."""
+        answer = self._outbound.get(response.id) if isinstance(response.id, str) else None
+        if answer is None or answer.done():
+            self.unexpected_responses += 1
+            count = self.unexpected_responses
+            if count & (count - 1) == 0:  # the 1st, 2nd, 4th, 8th...: a flood cannot flood the log
+                self._log.info("rpc.unexpected_response", count=count)
+            return
+        answer.set_result(response)
+
+    def _fail_outbound(self) -> None:
+        """Fail every waiting server-to-client request with ClientClosed."""
+        for answer in self._outbound.values():
+            if not answer.done():
+                answer.set_exception(ClientClosed())
+        self._outbound.clear()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         """Send a server-to-client notification, dropped if the client lags."""
@@ -236,8 +371,10 @@ class Session:
             self._idle.set()
 
     async def drain(self, timeout: float) -> bool:
-        """Refuse new calls and wait for running ones; True if all finished."""
+        """Refuse new calls, fail waiting requests to the client and wait for running calls;
+        True if all finished."""
         self._draining = True
+        self._fail_outbound()
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)
         except TimeoutError:
@@ -245,8 +382,16 @@ class Session:
         return True
 
     async def close(self) -> None:
-        """Cancel whatever still runs and wait for it to unwind."""
+        """Fail waiting requests to the client, tell close listeners, cancel whatever still runs and
+        wait for it to unwind."""
         self._draining = True
+        self._fail_outbound()
+        if not self._closed:
+            self._closed = True
+            listeners = list(self._on_close.values())
+            self._on_close.clear()
+            for callback in listeners:
+                self._run_callback(callback)
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ipc.errors import ParseError
-from ipc.protocol import NO_ID, Call, dumps, loads_strict, parse_frame, validate_entry
+from ipc.protocol import NO_ID, Call, Response, dumps, loads_strict, parse_frame, validate_entry
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
@@ -83,6 +83,8 @@ def test_parse_frame_never_raises(value: Any) -> None:
             assert reply["jsonrpc"] == "2.0"
             assert reply["error"]["code"] in (-32700, -32600)
             assert reply["error"]["data"]["code"]
+        elif isinstance(entry, Response):
+            assert entry.id is not None
         else:
             assert isinstance(entry.method, str)
 
@@ -101,3 +103,60 @@ def test_batch_size_limit() -> None:
     assert not frame.is_batch
     assert isinstance(frame.entries[0], str)
     assert json.loads(frame.entries[0])["error"]["data"]["code"] == "RPC_BATCH_TOO_LARGE"
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ({"jsonrpc": "2.0", "result": {"content": "x"}, "id": "s1"}, Response("s1", {"content": "x"})),
+        ({"jsonrpc": "2.0", "result": None, "id": 7}, Response(7, None)),
+        ({"jsonrpc": "2.0", "error": {"code": -32601, "message": "m"}, "id": "s2"},
+         Response("s2", error={"code": -32601, "message": "m"})),
+        ({"jsonrpc": "2.0", "error": {}, "id": 1.5}, Response(1.5, error={})),
+    ],
+)
+def test_responses_are_recognised(entry: dict[str, Any], expected: Response) -> None:
+    """An object with no method, jsonrpc 2.0, a non-null id and exactly one of result/error
+    (an object) is a Response; a null result is still a result."""
+    assert validate_entry(entry) == expected
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"jsonrpc": "2.0", "result": 1, "id": None},
+        {"jsonrpc": "2.0", "result": 1},
+        {"jsonrpc": "2.0", "result": 1, "id": True},
+        {"jsonrpc": "2.0", "result": 1, "id": [1]},
+        {"jsonrpc": "1.0", "result": 1, "id": 1},
+        {"result": 1, "id": 1},
+        {"jsonrpc": "2.0", "result": 1, "error": {"code": 1}, "id": 1},
+        {"jsonrpc": "2.0", "id": 1},
+        {"jsonrpc": "2.0", "error": "broken", "id": 1},
+        {"jsonrpc": "2.0", "method": "m", "result": 1, "id": 1},
+    ],
+)
+def test_everything_else_keeps_its_invalid_request_error(entry: dict[str, Any]) -> None:
+    """Null or invalid ids, a wrong or missing jsonrpc, both or neither of result/error, an error
+    that is not an object: still -32600 as before (a method makes it a request, checked as one)."""
+    reply = validate_entry(entry)
+    if "method" in entry:
+        assert isinstance(reply, Call)
+        return
+    assert isinstance(reply, str)
+    assert json.loads(reply)["error"]["code"] == -32600
+
+
+def test_a_batch_may_mix_calls_responses_and_errors() -> None:
+    """Each entry of a batch is classified on its own: a call, a response and an invalid entry."""
+    frame = parse_frame(json.dumps([{"jsonrpc": "2.0", "method": "m", "id": 1},
+                                    {"jsonrpc": "2.0", "result": "ok", "id": "s3"},
+                                    {"jsonrpc": "2.0", "id": 2}]), max_batch=8)
+    assert frame.is_batch
+    call, response, error = frame.entries
+    assert isinstance(call, Call)
+    assert response == Response("s3", "ok")
+    assert isinstance(error, str)
+    single = parse_frame('{"jsonrpc":"2.0","result":[1],"id":"s4"}', max_batch=8)
+    assert single.entries == (Response("s4", [1]),)
+    assert not single.is_batch
