@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, RootModel
 
+from ipc.completions import CAPABILITY, ClientCompletions
 from ipc.context import CallContext
 from ipc.models import Ack, NoParams, WireModel
 from ipc.openrpc import openrpc_document
@@ -49,6 +50,15 @@ class Subscription(WireModel):
     topics: list[str]
 
 
+class CapabilitiesParams(WireModel):
+    completions: bool
+    completion_timeout_ms: int | None = Field(default=None, ge=1000, le=120_000)
+
+
+class Capabilities(WireModel):
+    capabilities: list[str]
+
+
 class OpenRpcDocument(RootModel[dict[str, Any]]):
     """An OpenRPC 1.x service description."""
 
@@ -61,8 +71,11 @@ def register_system(
     tokenizer: TokenizerDescription,
     limits: Limits,
     connections: Callable[[], int],
+    completions: ClientCompletions | None = None,
 ) -> None:
-    """Add system:info, system:subscribe, rpc.discover and $/cancelRequest to ``registry``."""
+    """Add system:info, system:subscribe, system:capabilities, rpc.discover and $/cancelRequest
+    to ``registry``. Without ``completions`` the server asks no client for completions, so
+    system:capabilities accepts none."""
     discovered: list[OpenRpcDocument] = []
 
     @registry.method("system:info", params=NoParams, result=SystemInfo,
@@ -85,6 +98,21 @@ def register_system(
         topics = frozenset(params.topics)
         ctx.peer.subscribe(topics)
         return Subscription(topics=sorted(topics))
+
+    @registry.method("system:capabilities", params=CapabilitiesParams, result=Capabilities,
+                     summary="Declare what this client can do for the server (completions: it answers "
+                             "llm:complete requests); replaces the previous declaration.")
+    async def capabilities(params: CapabilitiesParams, ctx: CallContext) -> Capabilities:
+        declared: set[str] = set()
+        if completions is not None:
+            if params.completions:
+                completions.register(ctx.peer, params.completion_timeout_ms)
+                declared.add(CAPABILITY)
+            else:
+                completions.unregister(ctx.peer.connection_id)
+        accepted = frozenset(declared)
+        ctx.peer.declare(accepted)
+        return Capabilities(capabilities=sorted(accepted))
 
     @registry.method(CANCEL_METHOD, params=CancelParams, result=Ack, notification=True,
                      summary="Cancel an in-flight request of this connection (notification).")
