@@ -13,6 +13,13 @@
  *     if (err instanceof StrataRpcError && err.dataCode === "REQUEST_CANCELLED") { ... }
  *   }
  *   off();
+ *
+ *   // Answer the server's own requests, e.g. the completions it asks for:
+ *   client.onRequest("llm:complete", async ({ purpose, messages, maxTokens }, { signal }) => {
+ *     const text = await myModel(messages, { maxTokens, signal });
+ *     return { content: text };
+ *   });
+ *   await client.declareCapabilities({ completions: true });
  *   client.close();
  *
  * Protocol notes:
@@ -26,6 +33,18 @@
  *   error -32800 / REQUEST_CANCELLED; the client does not wait for that reply
  *   and rejects at once with the same error, so the outcome is the same
  *   whichever comes first. A late reply for a cancelled id is dropped.
+ * - The server may send requests too (ids like `"s1"`), e.g. `llm:complete`
+ *   `{purpose, messages: [{role, content}], maxTokens}` once this client has
+ *   declared `{completions: true}` with {@link StrataClient#declareCapabilities};
+ *   answer with `{content: "text"}` (a plain string and MCP's
+ *   `{content: {type: "text", text}}` are accepted too). A handler registered
+ *   with {@link StrataClient#onRequest} answers: its return value is the
+ *   result; if it throws, the reply is error -32603 "Request handler failed"
+ *   (the thrown message is not sent), unless it throws a
+ *   {@link StrataRpcError}, whose code, message and data are sent. A request
+ *   with no handler is answered -32601 METHOD_NOT_FOUND. When the server
+ *   stops waiting it sends `$/cancelRequest {"id": "s1"}`: the handler's
+ *   `signal` aborts and no reply is sent.
  */
 
 /** JSON-RPC code of a cancelled request (LSP's RequestCancelled). */
@@ -122,6 +141,15 @@ export class StrataConnectionError extends Error {
  */
 
 /**
+ * @callback RequestHandler
+ * @param {any} params The request's params (object, array or undefined).
+ * @param {{id: string | number, method: string, signal: AbortSignal}} context The request's id
+ *   and method, and a signal that aborts when the server cancels the request or the
+ *   connection closes.
+ * @returns {any} The result (or a promise of it); JSON-serializable, `undefined` sent as null.
+ */
+
+/**
  * @typedef {object} Pending
  * @property {string} method
  * @property {(value: any) => void} resolve
@@ -149,6 +177,22 @@ function report(err) {
       throw err;
     }, 0);
   }
+}
+
+/**
+ * The error member answering a server request whose handler threw: a
+ * StrataRpcError's own code, message and data, else -32603 without the
+ * thrown message (which may hold the writer's text or a key).
+ * @param {unknown} err
+ * @returns {{code: number, message: string, data?: unknown}}
+ */
+function handlerError(err) {
+  if (err instanceof StrataRpcError && Number.isInteger(err.code)) {
+    const error = { code: err.code, message: String(err.message) };
+    if (err.data !== undefined) error.data = err.data;
+    return error;
+  }
+  return { code: -32603, message: "Request handler failed", data: { code: "INTERNAL" } };
 }
 
 /** A JSON-RPC 2.0 client of one Strata websocket connection. */
@@ -250,6 +294,10 @@ export class StrataClient {
     this._cancelled = new Set();
     /** @private @type {Map<string, Set<NotificationHandler>>} */
     this._handlers = new Map();
+    /** @private @type {Map<string, RequestHandler>} */
+    this._requestHandlers = new Map();
+    /** @private @type {Map<string | number, AbortController>} server requests being answered */
+    this._serving = new Map();
     /** @private */
     this._closedByClient = false;
     /** @private @type {CloseInfo | null} */
@@ -356,6 +404,41 @@ export class StrataClient {
   }
 
   /**
+   * Answer the server's requests with this method name, e.g. `"llm:complete"`.
+   * One handler per method: a later one replaces it. The handler's return
+   * value (or the value its promise resolves to) is the result; a throw is an
+   * error reply (see the protocol notes at the top of this file).
+   * @param {string} method
+   * @param {RequestHandler} handler
+   * @returns {() => void} Call it to remove this handler (requests then get -32601).
+   */
+  onRequest(method, handler) {
+    const entry = (params, context) => handler(params, context);
+    this._requestHandlers.set(method, entry);
+    return () => {
+      if (this._requestHandlers.get(method) === entry) this._requestHandlers.delete(method);
+    };
+  }
+
+  /**
+   * Tell the server what this client can do for it; replaces the previous
+   * declaration. With `completions: true` the server may send `llm:complete`
+   * requests, which a handler from {@link StrataClient#onRequest} should
+   * answer; `completionTimeoutMs` (1000..120000) is how long it waits for an
+   * answer. Resolves with `{capabilities: [...]}`, what the server accepted.
+   * @param {{completions?: boolean, completionTimeoutMs?: number}} capabilities
+   * @param {CallOptions} [options]
+   * @returns {Promise<{capabilities: string[]}>}
+   */
+  declareCapabilities(capabilities, options = {}) {
+    const params = { completions: capabilities.completions === true };
+    if (capabilities.completionTimeoutMs !== undefined) {
+      params.completionTimeoutMs = capabilities.completionTimeoutMs;
+    }
+    return this.call("system:capabilities", params, options);
+  }
+
+  /**
    * Close the connection. Every pending call rejects with a
    * {@link StrataConnectionError} at once; `onclose` fires when the socket
    * has closed. Safe to call more than once.
@@ -364,6 +447,7 @@ export class StrataClient {
    */
   close(code = 1000, reason = "") {
     this._closedByClient = true;
+    this._abortServing();
     this._rejectAll(new StrataConnectionError("The connection was closed by the client", { closeCode: code, closeReason: reason }));
     if (this._ws.readyState <= WS_OPEN) this._ws.close(code, reason);
   }
@@ -497,14 +581,10 @@ export class StrataClient {
     }
     if (typeof message.method === "string") {
       if ("id" in message) {
-        // The client serves no methods; answer so the peer is not left waiting.
-        try {
-          this._send({ jsonrpc: JSONRPC, id: message.id, error: { code: -32601, message: "Method not found", data: { code: "METHOD_NOT_FOUND" } } });
-        } catch {
-          // closed meanwhile: nothing to answer on
-        }
+        this._serve(message);
         return;
       }
+      if (message.method === CANCEL_METHOD) this._stopServing(message.params);
       this._dispatchNotification(message);
       return;
     }
@@ -521,6 +601,69 @@ export class StrataClient {
       pending.reject(StrataRpcError.fromWire(message.error));
     } else {
       pending.resolve(message.result);
+    }
+  }
+
+  /**
+   * Answer one server request with its handler's result or error.
+   * @private
+   */
+  _serve(message) {
+    const { id, method, params } = message;
+    const handler = this._requestHandlers.get(method);
+    if (handler === undefined || this._serving.has(id)) {
+      // No handler (or a repeated id): answer at once so the server is not left waiting.
+      const error = handler === undefined
+        ? { code: -32601, message: "Method not found", data: { code: "METHOD_NOT_FOUND" } }
+        : { code: -32600, message: "Invalid Request: id already in use", data: { code: "INVALID_REQUEST" } };
+      this._answer({ jsonrpc: JSONRPC, id, error });
+      return;
+    }
+    const controller = new AbortController();
+    this._serving.set(id, controller);
+    const context = { id, method, signal: controller.signal };
+    new Promise((resolve) => resolve(handler(params, context)))
+      .then(
+        (result) => ({ jsonrpc: JSONRPC, id, result: result === undefined ? null : result }),
+        (err) => ({ jsonrpc: JSONRPC, id, error: handlerError(err) }),
+      )
+      .then((reply) => {
+        if (this._serving.get(id) !== controller) return; // cancelled, or the connection closed
+        this._serving.delete(id);
+        if (controller.signal.aborted) return;
+        try {
+          this._answer(reply);
+        } catch {
+          // the result is not JSON (e.g. a BigInt or a cycle): still answer
+          this._answer({ jsonrpc: JSONRPC, id, error: handlerError(null) });
+        }
+      });
+  }
+
+  /**
+   * The server cancelled one of its requests: abort its handler, send no reply.
+   * @private
+   */
+  _stopServing(params) {
+    const id = params !== null && typeof params === "object" ? params.id : undefined;
+    const controller = this._serving.get(id);
+    if (controller === undefined) return;
+    this._serving.delete(id);
+    controller.abort(new StrataRpcError(REQUEST_CANCELLED, "Request cancelled by the server",
+      { code: "REQUEST_CANCELLED" }));
+  }
+
+  /**
+   * Send a reply to a server request; throws TypeError if it is not JSON.
+   * @private
+   */
+  _answer(reply) {
+    if (!this.isOpen) return; // closed meanwhile: nothing to answer on
+    try {
+      this._send(reply);
+    } catch (err) {
+      if (err instanceof StrataConnectionError) return;
+      throw err;
     }
   }
 
@@ -559,6 +702,15 @@ export class StrataClient {
   }
 
   /** @private */
+  _abortServing() {
+    const serving = [...this._serving.values()];
+    this._serving.clear();
+    for (const controller of serving) {
+      controller.abort(new StrataConnectionError("The connection closed"));
+    }
+  }
+
+  /** @private */
   _onClose(event) {
     if (this._closeInfo !== null) return;
     this._closeInfo = {
@@ -567,6 +719,7 @@ export class StrataClient {
       wasClean: event.wasClean,
       byClient: this._closedByClient,
     };
+    this._abortServing();
     this._rejectAll(
       new StrataConnectionError(`The connection closed (code ${event.code})`, {
         closeCode: event.code,

@@ -5,6 +5,12 @@ browser sends a loopback Origin that the server's default policy allows. It
 imports the client module exactly as a renderer would and exposes it as
 ``window.strata``; each test runs a scenario with ``page.evaluate`` and checks
 what the page saw, and, where it matters, what the server saw.
+
+The server's own requests to the page (``llm:complete``) are tested against
+an in-process :class:`ipc.server.WebSocketServer` whose registry has the
+system methods with a :class:`ipc.completions.ClientCompletions`, the test
+methods, and ``test:ask``, a test-only method whose handler asks its caller
+``llm:complete`` and returns what the page answered.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,8 +27,18 @@ from typing import Any
 import pytest
 from playwright.async_api import Page, WebSocket
 
+from ipc.auth import origin_patterns
+from ipc.channels.system import Limits, TokenizerDescription, register_system
+from ipc.completions import ClientCompletions
+from ipc.context import CallContext
+from ipc.dispatch import Dispatcher
+from ipc.models import WireModel
+from ipc.outbound import ClientRequestError, OutboundError
+from ipc.registry import Registry
+from ipc.server import TransportLimits, WebSocketServer
+from services.summaries.seam import CompletionRequest, CompletionUnavailable, messages
 from tests.support.browser import chromium, serve_folder
-from tests.support.inproc import TOKEN, InProcServer
+from tests.support.inproc import TOKEN, InProcServer, add_test_methods
 
 pytestmark = pytest.mark.browser
 
@@ -38,6 +55,7 @@ class Harness:
     origin: str
     server: InProcServer
     frames: list[str] = field(default_factory=list)
+    sent_frames: list[str] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)
 
     def args(self, **extra: Any) -> dict[str, Any]:
@@ -46,6 +64,13 @@ class Harness:
 
 @pytest.fixture
 async def harness(server: InProcServer, request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
+    async with open_page(server, request.node.name) as h:
+        yield h
+
+
+@asynccontextmanager
+async def open_page(server: InProcServer, name: str) -> AsyncIterator[Harness]:
+    """The test page loaded in Chromium, talking to ``server``; no uncaught page errors allowed."""
     with serve_folder(STUB) as origin:
         async with chromium() as browser:
             page = await browser.new_page(viewport={"width": 900, "height": 600})
@@ -57,13 +82,16 @@ async def harness(server: InProcServer, request: pytest.FixtureRequest) -> Async
                 ws.on("framereceived",
                       lambda payload: h.frames.append(payload if isinstance(payload, str)
                                                       else payload.decode()))
+                ws.on("framesent",
+                      lambda payload: h.sent_frames.append(payload if isinstance(payload, str)
+                                                           else payload.decode()))
 
             page.on("websocket", watch)
             await page.goto(f"{origin}/client-test.html")
             await page.wait_for_function("window.strataReady === true")
             yield h
             OUTPUT.mkdir(exist_ok=True)
-            await page.screenshot(path=str(OUTPUT / f"renderer-client-{request.node.name}.png"))
+            await page.screenshot(path=str(OUTPUT / f"renderer-client-{name}.png"))
             await page.close()
     assert h.page_errors == [], "uncaught errors in the page"
 
@@ -323,3 +351,207 @@ async def test_wrong_token_fails_to_connect(harness: Harness) -> None:
     assert "token" in out["message"]
     assert "wrong-token-do-not-echo" not in out["message"]
     assert harness.server.server.connection_count == 0
+
+
+# --------------------------------------------------------------------------- server-to-client requests
+
+
+class AskParams(WireModel):
+    text: str = ""
+    timeout: float = 10.0
+
+
+class AskResult(WireModel):
+    answer: Any = None
+    failure: str | None = None
+    client_code: int | None = None
+
+
+@dataclass
+class AskingServer:
+    """A server whose handlers ask the page: test:ask, and the completer behind system:capabilities."""
+
+    running: InProcServer
+    completions: ClientCompletions
+
+
+@pytest.fixture
+async def asking_server() -> AsyncIterator[AskingServer]:
+    seen: list[str] = []
+    limits = TransportLimits()
+    completions = ClientCompletions(timeout=10)
+    registry = Registry()
+    holder: list[WebSocketServer] = []
+    register_system(
+        registry, name="strata", version="test",
+        tokenizer=TokenizerDescription(encoding="cl100k_base", source="bundled", exact=True),
+        limits=Limits(max_frame_bytes=limits.max_frame_bytes, max_in_flight=limits.session.max_in_flight,
+                      max_batch=limits.session.max_batch, max_connections=limits.max_connections),
+        connections=lambda: holder[0].connection_count, completions=completions)
+    add_test_methods(registry, seen)
+
+    @registry.method("test:ask", params=AskParams, result=AskResult,
+                     summary="Ask the caller llm:complete; return its answer (test only).")
+    async def ask(params: AskParams, ctx: CallContext) -> AskResult:
+        seen.append("ask-start")
+        request = {"purpose": "test", "messages": [{"role": "user", "content": params.text}],
+                   "maxTokens": 20}
+        try:
+            answer = await ctx.peer.request("llm:complete", request, params.timeout)
+        except ClientRequestError as exc:
+            return AskResult(failure=exc.reason, client_code=exc.code)
+        except OutboundError as exc:
+            return AskResult(failure=exc.reason)
+        return AskResult(answer=answer)
+
+    server = WebSocketServer(Dispatcher(registry), token=TOKEN, origin_patterns=origin_patterns(),
+                             limits=limits)
+    holder.append(server)
+    port = await server.start("127.0.0.1", 0)
+    try:
+        yield AskingServer(InProcServer(server=server, port=port, seen=seen), completions)
+    finally:
+        await server.shutdown(grace=1.0)
+
+
+@pytest.fixture
+async def asking(asking_server: AskingServer, request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
+    async with open_page(asking_server.running, request.node.name) as h:
+        yield h
+
+
+def _server_requests(frames: list[str]) -> list[dict[str, Any]]:
+    return [m for m in map(json.loads, frames) if isinstance(m, dict) and "method" in m and "id" in m]
+
+
+async def test_request_handlers_answer_the_servers_requests(asking: Harness,
+                                                            asking_server: AskingServer) -> None:
+    """onRequest("llm:complete") answers a real server request: a handler's call reaches the page
+    as a request with id s<n> and the page's result comes back to the handler; after
+    declareCapabilities({completions: true}) the server's completer gets the page's text."""
+    await asking.page.evaluate(
+        """async ({url, token}) => {
+            const client = await strata.StrataClient.connect(url, token);
+            window.client = client;
+            window.askedWith = [];
+            client.onRequest("llm:complete", async (params, context) => {
+                askedWith.push({params, id: context.id, method: context.method,
+                                aborted: context.signal.aborted});
+                const last = params.messages[params.messages.length - 1].content;
+                log(`llm:complete ${context.id} <- ${params.purpose}`, "ok");
+                return {content: {type: "text", text: `summary of ${last}`}};
+            });
+            window.declared = await client.declareCapabilities({completions: true});
+        }""",
+        asking.args(),
+    )
+    out = await asking.page.evaluate(
+        """async () => {
+            const asked = await client.call("test:ask", {text: "第一章"});
+            return {asked, declared, askedWith};
+        }"""
+    )
+    assert out["declared"] == {"capabilities": ["completions"]}
+    assert out["asked"] == {"answer": {"content": {"type": "text", "text": "summary of 第一章"}},
+                            "failure": None, "clientCode": None}
+    [first] = out["askedWith"]
+    assert first["method"] == "llm:complete"
+    assert first["aborted"] is False
+    assert first["params"] == {"purpose": "test", "messages": [{"role": "user", "content": "第一章"}],
+                               "maxTokens": 20}
+    assert [m["id"] for m in _server_requests(asking.frames)] == [first["id"]]
+    assert str(first["id"]).startswith("s")
+
+    completion = CompletionRequest(purpose="chat.summary", messages=messages([("user", "林远推开门。")]),
+                                   max_tokens=100)
+    assert asking_server.completions.connection_ids == ["c1"]
+    assert await asking_server.completions.complete(completion) == "summary of 林远推开门。"
+    await asking.page.evaluate("() => client.close()")
+    await eventually(lambda: asking_server.completions.connection_ids == [])
+
+
+async def test_handler_errors_and_missing_handlers_are_error_replies(asking: Harness,
+                                                                     asking_server: AskingServer) -> None:
+    """A throwing handler answers -32603 without its message, as does a result that is not JSON;
+    a thrown StrataRpcError answers its own code; a replaced handler's remover leaves the new
+    one; once removed, requests answer -32601; the completer turns a client error into
+    CompletionUnavailable('error')."""
+    out = await asking.page.evaluate(
+        """async ({url, token}) => {
+            const client = await strata.StrataClient.connect(url, token);
+            window.client = client;
+            const outcomes = {};
+            const off = client.onRequest("llm:complete", () => {
+                throw new Error("private-key-in-message");
+            });
+            outcomes.thrown = await client.call("test:ask", {text: "a"});
+            client.onRequest("llm:complete", async () => {
+                throw new strata.StrataRpcError(-32050, "Quota exceeded", {code: "QUOTA"});
+            });
+            off();  // the replaced handler's remover leaves the newer one in place
+            outcomes.declined = await client.call("test:ask", {text: "b"});
+            client.onRequest("llm:complete", () => 10n);  // a BigInt is not JSON
+            outcomes.notJson = await client.call("test:ask", {text: "c"});
+            window.offLast = client.onRequest("llm:complete", async () => {
+                throw new Error("private-key-in-message");
+            });
+            outcomes.declared = await client.declareCapabilities({completions: true});
+            return outcomes;
+        }""",
+        asking.args(),
+    )
+    assert out["thrown"] == {"answer": None, "failure": "error", "clientCode": -32603}
+    assert out["declined"] == {"answer": None, "failure": "error", "clientCode": -32050}
+    assert out["notJson"] == {"answer": None, "failure": "error", "clientCode": -32603}
+    assert out["declared"] == {"capabilities": ["completions"]}
+    completion = CompletionRequest(purpose="chat.summary", messages=messages([("user", "x")]), max_tokens=10)
+    with pytest.raises(CompletionUnavailable) as raised:
+        await asking_server.completions.complete(completion)
+    assert raised.value.reason == "error"
+    assert not any("private-key" in frame for frame in asking.sent_frames)
+    missing = await asking.page.evaluate(
+        """async () => {
+            offLast();
+            const asked = await client.call("test:ask", {text: "d"});
+            client.close();
+            return asked;
+        }"""
+    )
+    assert missing == {"answer": None, "failure": "error", "clientCode": -32601}
+    replies = [m for m in map(json.loads, asking.sent_frames)
+               if isinstance(m, dict) and "error" in m and "method" not in m]
+    assert [r["error"]["message"] for r in replies] == [
+        "Request handler failed", "Quota exceeded", "Request handler failed", "Request handler failed",
+        "Method not found"]
+
+
+async def test_a_server_timeout_aborts_the_handler_and_sends_no_reply(asking: Harness,
+                                                                      asking_server: AskingServer) -> None:
+    """When the server stops waiting it sends $/cancelRequest: the handler's signal aborts, the
+    page sends no reply for that id, and the connection keeps working."""
+    out = await asking.page.evaluate(
+        """async ({url, token}) => {
+            const client = await strata.StrataClient.connect(url, token);
+            window.client = client;
+            let abortedWith = null;
+            client.onRequest("llm:complete", (params, {signal}) => new Promise((resolve) => {
+                signal.addEventListener("abort", () => {
+                    abortedWith = signal.reason.dataCode;
+                    resolve("too late");
+                });
+            }));
+            const asked = await client.call("test:ask", {text: "slow", timeout: 0.3});
+            const echo = await client.call("test:echo", {text: "still here"});
+            return {asked, echo, abortedWith};
+        }""",
+        asking.args(),
+    )
+    assert out == {"asked": {"answer": None, "failure": "timeout", "clientCode": None},
+                   "echo": {"text": "still here"}, "abortedWith": "REQUEST_CANCELLED"}
+    [asked] = _server_requests(asking.frames)
+    cancels = [m for m in map(json.loads, asking.frames)
+               if isinstance(m, dict) and m.get("method") == "$/cancelRequest"]
+    assert cancels == [{"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": asked["id"]}}]
+    assert not any(json.loads(f).get("id") == asked["id"] for f in asking.sent_frames
+                   if isinstance(json.loads(f), dict))
+    await asking.page.evaluate("() => client.close()")
