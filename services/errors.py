@@ -19,6 +19,8 @@ later channels can add codes without renumbering (see docs/protocol.md):
 * -32020..-32039  context engine
 * -32040..-32049  retrieval
 * -32050..-32059  profiles
+* -32060..-32069  segments
+* -32070..-32079  chat
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ CODE_BLOCKS: tuple[tuple[int, int, str], ...] = (
     (-32040, -32049, "retrieval"),
     (-32050, -32059, "profiles"),
     (-32060, -32069, "segments"),
+    (-32070, -32079, "chat"),
 )
 
 
@@ -221,3 +224,34 @@ class SegmentsCoreOverbudget(StrataError):
     code = -32060
     data_code = "SEGMENTS_CORE_OVERBUDGET"
     message = "The core and ruleset segments alone exceed the token budget; they are never dropped"
+
+
+# --- Chat (-32070..-32079) ---------------------------------------------------
+
+
+class ChatSessionNotFound(StrataError):
+    code = -32070
+    data_code = "CHAT_SESSION_NOT_FOUND"
+    message = "No chat session with this id (it expired, was never made, or the server restarted)"
+
+
+class ChatMessageTooLong(StrataError):
+    """data: ``length`` and ``limit`` (characters)."""
+
+    code = -32071
+    data_code = "CHAT_MESSAGE_TOO_LONG"
+    message = "The chat message is too long"
+
+
+class ChatStateForbidden(StrataError):
+    code = -32072
+    data_code = "CHAT_STATE_FORBIDDEN"
+    message = "chat:state is available in debug mode only"
+
+
+class ChatBudgetTooSmall(StrataError):
+    """data: ``tokenBudget`` and, when known, ``fixedTokens`` (instructions and current message)."""
+
+    code = -32073
+    data_code = "CHAT_BUDGET_TOO_SMALL"
+    message = "The token budget cannot hold the instructions and the current message"

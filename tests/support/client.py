@@ -21,6 +21,7 @@ class RpcClient:
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.unmatched: asyncio.Queue[Any] = asyncio.Queue()
+        self.requests: asyncio.Queue[dict[str, Any]] = asyncio.Queue()  # server-to-client requests
         self._reader = asyncio.ensure_future(self._read())
 
     @classmethod
@@ -35,6 +36,8 @@ class RpcClient:
                 message = json.loads(raw)
                 if isinstance(message, dict) and "method" in message and "id" not in message:
                     await self.notifications.put(message)
+                elif isinstance(message, dict) and "method" in message:
+                    await self.requests.put(message)
                 elif isinstance(message, dict) and message.get("id") in self._pending:
                     self._pending.pop(message["id"]).set_result(message)
                 else:
@@ -63,6 +66,17 @@ class RpcClient:
         if params is not None:
             message["params"] = params
         await self.ws.send(json.dumps(message))
+
+    async def next_request(self, timeout: float = 10) -> dict[str, Any]:
+        """The next server-to-client request (e.g. ``llm:complete``)."""
+        return await asyncio.wait_for(self.requests.get(), timeout)
+
+    async def respond(self, id_: Any, result: Any) -> None:
+        """Answer a server-to-client request."""
+        await self.ws.send(json.dumps({"jsonrpc": "2.0", "result": result, "id": id_}))
+
+    async def respond_error(self, id_: Any, code: int, message: str) -> None:
+        await self.ws.send(json.dumps({"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": id_}))
 
     async def send_raw(self, text: str) -> None:
         await self.ws.send(text)
