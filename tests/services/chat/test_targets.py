@@ -1,0 +1,411 @@
+"""What a chat message asks for: numbers, targets in both languages, and their descriptions."""
+
+from __future__ import annotations
+
+import dataclasses
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from services.chat.targets import (
+    MAX_SCAN_CHARS,
+    Target,
+    chinese_numeral,
+    describe,
+    find_target,
+    has_cjk,
+    messages_language,
+    ordinal_en,
+    parse_number,
+    parse_roman,
+)
+
+# --- an independent writer of Chinese numerals, for round trips ---------------------------------
+
+_DIGITS = "零一二三四五六七八九"
+
+
+def _zh(n: int) -> str:
+    """``n`` (1..9999) as a Chinese numeral, written the way chapter headings write it."""
+    out = ""
+    thousands, hundreds, tens, ones = n // 1000, n // 100 % 10, n // 10 % 10, n % 10
+    if thousands:
+        out += _DIGITS[thousands] + "千"
+    if hundreds:
+        out += _DIGITS[hundreds] + "百"
+    elif thousands and (tens or ones):
+        out += "零"
+    if tens:
+        out += ("" if n < 20 else _DIGITS[tens]) + "十"
+    elif (thousands or hundreds) and ones and not out.endswith("零"):
+        out += "零"
+    if ones:
+        out += _DIGITS[ones]
+    return out
+
+
+def _key(target: Target | None) -> tuple[object, ...] | None:
+    if target is None:
+        return None
+    return (target.action, target.kind, target.number, target.name, target.relative, target.language)
+
+
+# --- parse_number --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("5", 5), ("05", 5), ("0", 0), ("123", 123), ("０５", 5), ("１２", 12), (" 7 ", 7),
+        ("五", 5), ("十", 10), ("十二", 12), ("二十", 20), ("二十三", 23), ("一百零五", 105),
+        ("一百一十", 110), ("两", 2), ("两百", 200), ("〇", 0), ("零", 0), ("百", 100), ("千", 1000),
+        ("一千零五十", 1050), ("一百五", 150), ("三万五", 35000), ("二〇二四", 2024), ("一十", 10),
+        ("第五", 5), ("第12", 12), ("#3", 3), ("伍", 5), ("拾贰", 12),
+        ("one", 1), ("ten", 10), ("twelve", 12), ("twenty", 20), ("twenty-one", 21),
+        ("twenty one", 21), ("ninety-nine", 99), ("Thirty", 30), ("a hundred", 100),
+        ("one hundred and five", 105), ("two hundred twenty-one", 221),
+        ("first", 1), ("second", 2), ("fifth", 5), ("twelfth", 12), ("twentieth", 20),
+        ("twenty-first", 21), ("thirtieth", 30), ("5th", 5), ("1st", 1), ("22nd", 22), ("3rd", 3),
+    ],
+)
+def test_parse_number_reads_every_script(text: str, expected: int) -> None:
+    """Arabic (full-width, leading zeros), Chinese numerals, English words and ordinals are numbers."""
+    assert parse_number(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", " ", "chapter", "五五五五五五五五五五五", "十十", "两两", "twenty twenty", "five five",
+     "first second", "one-hundred-hundred", "1" * 5000, "0x10", "5.5", "-3", "第", "灯塔", "fifth one"],
+)
+def test_parse_number_rejects_what_is_not_one_number(text: str) -> None:
+    """Words, mixed runs, malformed numerals and overlong digit strings are not numbers."""
+    assert parse_number(text) is None
+
+
+@given(st.integers(min_value=1, max_value=999))
+def test_parse_number_round_trips_chinese_numerals(n: int) -> None:
+    """Every number 1..999 written as a Chinese numeral (by the test's own writer) reads back."""
+    assert parse_number(_zh(n)) == n
+
+
+@given(st.integers(min_value=0, max_value=99_999))
+def test_chinese_numeral_round_trips(n: int) -> None:
+    """``chinese_numeral`` writes what ``parse_number`` reads back, up to 99999."""
+    assert parse_number(chinese_numeral(n)) == n
+
+
+@pytest.mark.parametrize(("n", "text"), [(5, "五"), (10, "十"), (12, "十二"), (20, "二十"), (105, "一百零五"),
+                                         (110, "一百一十"), (1005, "一千零五"), (100_000, "100000")])
+def test_chinese_numeral_writes_heading_style(n: int, text: str) -> None:
+    """``chinese_numeral`` writes numbers as headings do (十二, not 一十二); huge ones in digits."""
+    assert chinese_numeral(n) == text
+
+
+@given(st.integers(min_value=0, max_value=10**9 - 1))
+def test_parse_number_round_trips_arabic(n: int) -> None:
+    """Any Arabic number up to nine digits reads back, with or without leading zeros."""
+    assert parse_number(str(n)) == n
+    assert parse_number(f"00{n}") == n
+
+
+_EN_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+             "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+             "nineteen"]
+_EN_TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+
+
+@given(st.integers(min_value=0, max_value=99))
+def test_parse_number_round_trips_english_words(n: int) -> None:
+    """English words for 0..99 (hyphenated compounds) read back."""
+    words = _EN_WORDS[n] if n < 20 else _EN_TENS[n // 10] + (f"-{_EN_WORDS[n % 10]}" if n % 10 else "")
+    assert parse_number(words) == n
+
+
+@pytest.mark.parametrize(("n", "text"), [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"),
+                                         (12, "12th"), (13, "13th"), (21, "21st"), (112, "112th")])
+def test_ordinal_en_suffixes(n: int, text: str) -> None:
+    """``ordinal_en`` gives English ordinal suffixes, 11th-13th included."""
+    assert ordinal_en(n) == text
+    assert parse_number(text) == n
+
+
+@pytest.mark.parametrize(("text", "expected"), [("IV", 4), ("v", 5), ("XII", 12), ("XL", 40), ("IIII", None),
+                                                ("VV", None), ("civil", None), ("", None)])
+def test_parse_roman_reads_canonical_numerals_only(text: str, expected: int | None) -> None:
+    """Roman numerals read case-insensitively when written canonically; words that look like them do not."""
+    assert parse_roman(text) == expected
+
+
+# --- find_target: the issue's examples -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "number"),
+    [
+        ("open chapter 5", "chapter", 5), ("chapter 5", "chapter", 5), ("ch 5", "chapter", 5),
+        ("ch05", "chapter", 5),
+        ("ch05.md", "chapter", 5),
+        ("ch. 5", "chapter", 5),
+        ("Chapter-5", "chapter", 5),
+        ("open chapter five", "chapter", 5), ("open chapter twenty-one", "chapter", 21),
+        ("chapter IV", "chapter", 4),
+        ("the fifth chapter", "chapter", 5),
+        ("open the 5th chapter", "chapter", 5),
+        ("open doc 3", "document", 3), ("the second document", "document", 2), ("open 5", "document", 5),
+        ("find chapter 5", "chapter", 5), ("open chapter 15", "chapter", 15), ("chapter 50", "chapter", 50),
+    ],
+)
+def test_english_numbered_references(text: str, kind: str, number: int) -> None:
+    """English chapter and document numbers, in digits, words, ordinals or Roman numerals, open them."""
+    assert _key(find_target(text)) == ("open", kind, number, None, None, "en")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "number"),
+    [
+        ("第五章", "chapter", 5),
+        ("第5章", "chapter", 5),
+        ("第 12 章", "chapter", 12),
+        ("打开第五章", "chapter", 5),
+        ("第十二章", "chapter", 12), ("第一百零五章", "chapter", 105), ("第５章", "chapter", 5),
+        ("把第五章打开", "chapter", 5), ("打开第一卷第五章", "chapter", 5), ("章节5", "chapter", 5),
+        ("第三个文档", "document", 3), ("第二篇", "document", 2), ("打开5", "document", 5),
+        ("找一下第五章", "chapter", 5), ("请打开第二十三章吧", "chapter", 23),
+    ],
+)
+def test_chinese_numbered_references(text: str, kind: str, number: int) -> None:
+    """Chinese chapter numbers (第五章, 第5章, 第 12 章) and document numbers (第三个文档) open them."""
+    assert _key(find_target(text)) == ("open", kind, number, None, None, "zh")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "name"),
+    [
+        ("把灯塔那章调出来", "chapter", "灯塔"),
+        ("打开《灯塔》", "document", "灯塔"),
+        ("灯塔那章", "chapter", "灯塔"),
+        ("灯塔那一章", "chapter", "灯塔"),
+        ("关于灯塔的那一章", "chapter", "灯塔"),
+        ("打开灯塔", "document", "灯塔"),
+        ("打开灯塔守望者那一章吧", "chapter", "灯塔守望者"), ("找一下灯塔那章", "chapter", "灯塔"),
+        ("把《灯塔》那章调出来", "chapter", "灯塔"), ("打开「月光」", "document", "月光"),
+        ("我想看看灯塔那章", "chapter", "灯塔"),
+    ],
+)
+def test_chinese_named_references(text: str, kind: str, name: str) -> None:
+    """Chinese names are cleaned of 那章 / 那一章 / 的那章 and verbs; a quoted title is kept as quoted."""
+    assert _key(find_target(text)) == ("open", kind, None, name, None, "zh")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "name"),
+    [
+        ("open the lighthouse chapter", "chapter", "lighthouse"),
+        ('open "The Lighthouse"', "document", "The Lighthouse"),
+        ("open “The Lighthouse”", "document", "The Lighthouse"),
+        ("open chapter The Lighthouse", "chapter", "Lighthouse"),
+        ("open the chapter called The Lighthouse", "chapter", "Lighthouse"),
+        ("show me the lighthouse chapter", "chapter", "lighthouse"),
+        ("the lighthouse chapter", "chapter", "lighthouse"),
+        ("go to the storm", "document", "storm"),
+        ("open notes.md", "document", "notes.md"),
+        ("open the lighthouse one", "document", "lighthouse"),
+    ],
+)
+def test_english_named_references(text: str, kind: str, name: str) -> None:
+    """English names are cleaned of articles and "chapter"; a quoted title keeps its words and case."""
+    assert _key(find_target(text)) == ("open", kind, None, name, None, "en")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "move", "language"),
+    [
+        ("next chapter", "chapter", "next", "en"), ("the next one", "document", "next", "en"),
+        ("how about the next one", "document", "next", "en"), ("previous one", "document", "previous", "en"),
+        ("open the previous chapter", "chapter", "previous", "en"), ("next", "document", "next", "en"),
+        ("previous", "document", "previous", "en"), ("go to the next document", "document", "next", "en"),
+        ("下一章", "chapter", "next", "zh"), ("上一章", "chapter", "previous", "zh"),
+        ("是上一章", "chapter", "previous", "zh"), ("不是这个，是上一章", "chapter", "previous", "zh"),
+        ("下一个", "document", "next", "zh"), ("打开上一个", "document", "previous", "zh"),
+        ("前一章", "chapter", "previous", "zh"), ("后一章", "chapter", "next", "zh"),
+        ("下一篇", "document", "next", "zh"), ("不是这个是下一章", "chapter", "next", "zh"),
+    ],
+)
+def test_relative_references(text: str, kind: str, move: str, language: str) -> None:
+    """Next and previous, in both languages, alone or with a noun; a correction after 不是 wins."""
+    assert _key(find_target(text)) == ("open", kind, None, None, move, language)
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "language"),
+    [
+        ("open project Moonfall", "Moonfall", "en"), ("project Moonfall", "Moonfall", "en"),
+        ("switch to the Moonfall project", "Moonfall", "en"), ("project: Moonfall", "Moonfall", "en"),
+        ("open workspace Research", "Research", "en"), ('open project "Moon Fall"', "Moon Fall", "en"),
+        ("打开项目 月落", "月落", "zh"), ("打开项目月落", "月落", "zh"), ("打开月落这个项目", "月落", "zh"),
+        ("切换到项目“月落”", "月落", "zh"),
+    ],
+)
+def test_project_references(text: str, name: str, language: str) -> None:
+    """Projects (and the seed's workspaces) are opened by name in both languages."""
+    assert _key(find_target(text)) == ("open", "project", None, name, None, language)
+
+
+@pytest.mark.parametrize(
+    ("text", "query", "language"),
+    [
+        ("search for storm", "storm", "en"), ("search storm", "storm", "en"), ("find storm", "storm", "en"),
+        ('search for "the storm"', "the storm", "en"), ("look for the old keeper", "the old keeper", "en"),
+        ("搜索 暴风雨", "暴风雨", "zh"), ("搜索暴风雨", "暴风雨", "zh"), ("搜一下暴风雨", "暴风雨", "zh"),
+        ("查找“暴风雨”", "暴风雨", "zh"),
+    ],
+)
+def test_searches(text: str, query: str, language: str) -> None:
+    """A search carries its query in ``name``; a quoted query loses its quotes."""
+    assert _key(find_target(text)) == ("search", "document", None, query, None, language)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "number", "name", "language"),
+    [
+        ("new chapter called Dawn", "chapter", None, "Dawn", "en"),
+        ("create a new document named Dawn", "document", None, "Dawn", "en"),
+        ('add a chapter titled "Dawn"', "chapter", None, "Dawn", "en"),
+        ("new chapter", "chapter", None, None, "en"), ("create chapter 6", "chapter", 6, None, "en"),
+        ("新建文档 黎明", "document", None, "黎明", "zh"),
+        ("新建文档《黎明》", "document", None, "黎明", "zh"),
+        ("新建一章 叫黎明", "chapter", None, "黎明", "zh"),
+        ("新建一个章节，名字叫黎明", "chapter", None, "黎明", "zh"),
+        ("新建第六章", "chapter", 6, None, "zh"), ("创建一个新文档", "document", None, None, "zh"),
+    ],
+)
+def test_creating_documents(
+    text: str, kind: str, number: int | None, name: str | None, language: str
+) -> None:
+    """A new chapter or document, named after "called" / 叫 (even in the next clause) or numbered."""
+    assert _key(find_target(text)) == ("create", kind, number, name, None, language)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["hello", "what's the weather", "谢谢", "你好", "今天天气怎么样", "看看天气", "thanks!", "", "   ",
+     "what should I write next", "open it", "open", "search", "我不喜欢那章", "下个月", "上个月的事",
+     "what's in this chapter", "create a new project called X", "新建项目 X", "go back", "5",
+     "User is trying to open a chapter by number.", "用户在按编号打开章节。", "不是这个",
+     "User has sent 3 messages with no navigation request yet.", "用户已发送 3 条消息，尚无导航请求。"],
+)
+def test_nothing_navigational_is_none(text: str) -> None:
+    """Greetings, chatter, generic words, unsupported creations and summary lines name no target."""
+    assert find_target(text) is None
+
+
+def test_the_last_clause_with_a_target_wins() -> None:
+    """A correction comes last: "not chapter 5 but chapter 6" and "不是第五章，是第六章" ask for 6."""
+    assert _key(find_target("not chapter 5 but chapter 6")) == ("open", "chapter", 6, None, None, "en")
+    assert _key(find_target("不是第五章，是第六章")) == ("open", "chapter", 6, None, None, "zh")
+    assert _key(find_target("no, the previous one")) == ("open", "document", None, None, "previous", "en")
+
+
+def test_language_follows_cjk_in_the_text() -> None:
+    """``language`` is "zh" when the message holds CJK anywhere, even in a quoted title."""
+    assert find_target("open 《灯塔》") == Target("open", "document", name="灯塔", language="zh")
+    assert find_target("open chapter 5") == Target("open", "chapter", number=5, language="en")
+
+
+def test_summary_lines_read_as_targets() -> None:
+    """The extractive summary's request lines name their targets again (for the unsupported fallback)."""
+    assert _key(find_target("User asked for chapter 5.")) == ("open", "chapter", 5, None, None, "en")
+    assert _key(find_target('User asked for "The Lighthouse".')) == (
+        "open", "document", None, "The Lighthouse", None, "en")
+    assert _key(find_target("用户要打开《灯塔》。")) == ("open", "document", None, "灯塔", None, "zh")
+    assert _key(find_target("用户在项目“月落”中工作。")) == ("open", "project", None, "月落", None, "zh")
+    assert _key(find_target("User searched for storm.")) == ("search", "document", None, "storm", None, "en")
+
+
+def test_only_the_start_of_a_huge_message_is_read() -> None:
+    """A request past :data:`MAX_SCAN_CHARS` characters is not read (commands are short)."""
+    assert find_target("x " * MAX_SCAN_CHARS + "chapter 5") is None
+    assert _key(find_target("chapter 5 " + "x " * MAX_SCAN_CHARS)) == ("open", "chapter", 5, None, None, "en")
+
+
+def test_target_is_frozen() -> None:
+    """A target is an immutable value."""
+    target = Target("open", "chapter", number=5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        target.number = 6  # type: ignore[misc]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_find_target_never_raises_on_arbitrary_text(text: str) -> None:
+    """Any text gives a well-formed target or None, never an exception."""
+    target = find_target(text)
+    if target is not None:
+        assert target.language == ("zh" if has_cjk(unicodedata.normalize("NFKC", text)) else "en")
+        assert target.number is None or target.number >= 0
+        assert target.name is None or target.name.strip() == target.name != ""
+        assert describe(target)
+
+
+_PIECES = st.sampled_from([
+    "open", "chapter", "ch", "5", "五", "第", "章", "那章", "把", "调出来", "打开", "《", "》", '"', "“", "”",
+    "project", "项目", "search", "搜索", "new", "新建", "called", "叫", "next", "下一", "上一", "不是", "not",
+    "but", "，", ",", ".", "。", " ", "the", "one", "twenty", "-", "first", "灯塔", "Lighthouse", "个",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=20).map("".join))
+def test_find_target_never_raises_on_command_like_text(text: str) -> None:
+    """Text built from the words commands are made of gives a target or None, never an exception."""
+    target = find_target(text)
+    if target is not None:
+        assert describe(target, "zh")
+        assert describe(target, "en")
+
+
+# --- describe ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "zh", "en"),
+    [
+        (Target("open", "chapter", number=5), "第五章", "chapter 5"),
+        (Target("open", "document", number=3), "第三个文档", "document 3"),
+        (Target("open", "chapter", name="灯塔"), "《灯塔》", "《灯塔》"),
+        (Target("open", "document", name="The Lighthouse"), "《The Lighthouse》", '"The Lighthouse"'),
+        (Target("open", "chapter", relative="next"), "下一章", "the next chapter"),
+        (Target("open", "chapter", relative="previous"), "上一章", "the previous chapter"),
+        (Target("open", "document", relative="next"), "下一个文档", "the next document"),
+        (Target("open", "project", name="Moonfall"), "项目“Moonfall”", "project Moonfall"),
+        (Target("search", "document", name="storm"), "搜索“storm”", 'a search for "storm"'),
+        (Target("create", "chapter", name="Dawn"), "新章节《Dawn》", 'a new chapter called "Dawn"'),
+        (Target("create", "document"), "新文档", "a new document"),
+        (Target("create", "chapter", number=6), "新的第六章", "a new chapter 6"),
+        (Target("open", "chapter", number=5, name="灯塔"), "第五章《灯塔》", "chapter 5, 《灯塔》"),
+    ],
+)
+def test_describe_in_both_languages(target: Target, zh: str, en: str) -> None:
+    """Descriptions name the target in either language; CJK names take 《》 in English too."""
+    assert describe(target, "zh") == zh
+    assert describe(target, "en") == en
+
+
+def test_describe_defaults_to_the_targets_language() -> None:
+    """Without a language, a target is described in the language of its message."""
+    assert describe(find_target("打开第五章")) == "第五章"  # type: ignore[arg-type]
+    assert describe(find_target("open project Moonfall")) == "project Moonfall"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [(["打开第五章", "谢谢", "ok"], "zh"), (["open chapter 5", "下一章", "thanks"], "en"), ([], "en"),
+     (["下一章", "next"], "en")],
+)
+def test_messages_language_is_the_majority(messages: list[str], expected: str) -> None:
+    """The language of a conversation is that of most of its messages; a tie gives the default."""
+    assert messages_language(messages) == expected
+    assert messages_language(["下一章", "next"], "zh") == "zh"
