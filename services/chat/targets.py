@@ -387,6 +387,7 @@ _GENERIC_EN: Final = frozenset({
 _GENERIC_ZH: Final = frozenset({
     "这个", "那个", "它", "这", "那", "一下", "一个", "东西", "什么", "哪个", "哪", "文档", "章节", "章",
     "项目", "文件", "这里", "那里", "下", "上", "别的", "其他", "另一个", "新的", "名称", "编号",
+    "最后", "最新", "最前", "开头", "结尾", "第一",
 })
 _PRONOUN_START_ZH: Final = re.compile("^(?:我|你|他|她|它|咱|您)")
 
@@ -471,7 +472,7 @@ _RELATIVE_EN_ALONE: Final = re.compile(
     re.IGNORECASE,
 )
 _RELATIVE_ZH: Final = re.compile(
-    "(?:(?<![一以])(下|上)\\s*一?|(前|后)\\s*一)\\s*"
+    "(?:(?<![一以])(下|上)\\s*一?|(?<![最])(前|后)\\s*一)\\s*"
     "(?:(?P<chapter>章节|章|节|回)|(?P<document>个文档|份文档|篇文档|个文件|篇|份|部分|"
     "个(?!月|星期|礼拜|周|人|世纪|小时|钟)))"
 )
@@ -755,14 +756,10 @@ def _named(clause: str) -> _Found | None:
             return found
     strong = _STRONG_REST.search(clause)
     if strong is not None:
-        found = _from_rest(strong.group(1) or strong.group(2), require_kind=False)
-        if found is not None:
-            return found
+        return _from_rest(strong.group(1) or strong.group(2), require_kind=False)
     weak = _WEAK_REST.search(clause)
     if weak is not None:
-        found = _from_rest(weak.group(1) or weak.group(2), require_kind=True)
-        if found is not None:
-            return found
+        return _from_rest(weak.group(1) or weak.group(2), require_kind=True)
     bare = _BARE_ZH.match(clause)
     if bare is not None and len(bare.group(1)) <= 20:
         return _from_rest(clause, require_kind=True)

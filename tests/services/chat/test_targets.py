@@ -231,7 +231,8 @@ def test_english_named_references(text: str, kind: str, name: str) -> None:
         ("是上一章", "chapter", "previous", "zh"), ("不是这个，是上一章", "chapter", "previous", "zh"),
         ("下一个", "document", "next", "zh"), ("打开上一个", "document", "previous", "zh"),
         ("前一章", "chapter", "previous", "zh"), ("后一章", "chapter", "next", "zh"),
-        ("下一篇", "document", "next", "zh"), ("不是这个是下一章", "chapter", "next", "zh"),
+        ("下一篇", "document", "next", "zh"),
+        ("之后一章", "chapter", "next", "zh"), ("不是这个是下一章", "chapter", "next", "zh"),
     ],
 )
 def test_relative_references(text: str, kind: str, move: str, language: str) -> None:
@@ -295,7 +296,8 @@ def test_creating_documents(
      "what should I write next", "open it", "open", "search", "我不喜欢那章", "下个月", "上个月的事",
      "what's in this chapter", "create a new project called X", "新建项目 X", "go back", "5",
      "User is trying to open a chapter by number.", "用户在按编号打开章节。", "不是这个",
-     "User has sent 3 messages with no navigation request yet.", "用户已发送 3 条消息，尚无导航请求。"],
+     "User has sent 3 messages with no navigation request yet.", "用户已发送 3 条消息，尚无导航请求。",
+     "打开最后一章", "打开最新的那章", "open the last chapter"],
 )
 def test_nothing_navigational_is_none(text: str) -> None:
     """Greetings, chatter, generic words, unsupported creations and summary lines name no target."""
