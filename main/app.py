@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -13,6 +13,7 @@ from typing import Any
 import structlog
 
 from ipc.auth import origin_patterns
+from ipc.channels.chat import register_chat
 from ipc.channels.context import register_context
 from ipc.channels.gamemaster import register_game_master
 from ipc.channels.knowledge import register_knowledge
@@ -22,6 +23,7 @@ from ipc.channels.projects import register_projects
 from ipc.channels.retrieval import register_retrieval
 from ipc.channels.segments import register_segments
 from ipc.channels.system import Limits, TokenizerDescription, register_system
+from ipc.completions import ClientCompletions
 from ipc.dispatch import Dispatcher
 from ipc.registry import Registry
 from ipc.server import TransportLimits, WebSocketServer
@@ -33,6 +35,12 @@ from main.version import NAME, VERSION
 from services.assembly.profiles import BudgetProfiles
 from services.assembly.service import Collaborators, ContextService
 from services.caches import SourceCaches
+from services.chat.normalize import Normalizer
+from services.chat.service import ChatService, ChatSettings
+from services.chat.sessions import SessionLimits as ChatLimits
+from services.chat.sessions import SessionStore
+from services.chat.workspace import ProjectWorkspace
+from services.context.counting import CountCache
 from services.context.memo import ProjectMemos
 from services.knowledge import ConstraintService, KgService
 from services.memory import EpisodicMemoryService, SemanticMemoryService
@@ -55,6 +63,7 @@ from services.sources.providers import (
 )
 from services.sources.records import shared
 from services.store import Database, open_database
+from services.summaries.seam import Summarizer
 from services.tokenizer import Tokenizer, resolve_tokenizer
 from services.tokenizer.registry import TokenizerRegistry
 
@@ -80,8 +89,12 @@ class Services:
     # Bounded, per project: the engine's memo of normalized texts and id order.
     memos: ProjectMemos = field(default_factory=ProjectMemos)
     closers: list[Callable[[], None]] = field(default_factory=list)
+    # Work of the services built with the registry (background summaries), stopped first.
+    stoppers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def aclose(self) -> None:
+        for stop in self.stoppers:
+            await stop()
         await self.retrieval.close()  # stops indexing before the stores it writes to close
         await asyncio.to_thread(self.close)
 
@@ -130,6 +143,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     """Every channel adapter, registered against its services."""
     registry = Registry()
     info = services.tokenizer.info
+    completions = ClientCompletions(config.completion_timeout)
     register_system(
         registry,
         name=NAME,
@@ -138,6 +152,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
         limits=Limits(max_frame_bytes=config.max_frame_bytes, max_in_flight=config.max_in_flight,
                       max_batch=config.max_batch, max_connections=config.max_connections),
         connections=connections,
+        completions=completions,
     )
     database, documents, retrieval = services.database, services.documents, services.retrieval
     projects = ProjectService(database, on_open=retrieval.project_opened)
@@ -173,6 +188,20 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     ), memos=services.memos)
     register_context(registry, context, profiles)
     register_game_master(registry, GameMaster(context))
+    chat = ChatService(
+        store=SessionStore(ChatLimits(max_sessions=config.chat_max_sessions,
+                                      idle_seconds=config.chat_idle_minutes * 60,
+                                      max_summary_chars=config.chat_summary_chars)),
+        normalizer=Normalizer.builtin(),
+        plans=assembly_profiles,
+        counter=CountCache(services.tokenizer),
+        summarizer=Summarizer(completions),
+        workspace=ProjectWorkspace(projects.get, projects.list, documents.heads),
+        settings=ChatSettings(summary_threshold=config.chat_summary_threshold,
+                              summary_chars=config.chat_summary_chars),
+    )
+    services.stoppers.append(chat.aclose)
+    register_chat(registry, chat)
     return registry
 
 

@@ -76,7 +76,8 @@ class RpcClient:
         await self.ws.send(json.dumps({"jsonrpc": "2.0", "result": result, "id": id_}))
 
     async def respond_error(self, id_: Any, code: int, message: str) -> None:
-        await self.ws.send(json.dumps({"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": id_}))
+        error = {"code": code, "message": message}
+        await self.ws.send(json.dumps({"jsonrpc": "2.0", "error": error, "id": id_}))
 
     async def send_raw(self, text: str) -> None:
         await self.ws.send(text)

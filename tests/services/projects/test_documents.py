@@ -88,7 +88,8 @@ async def test_heads_give_the_start_of_each_listed_document(
     (folder / ".hidden.md").write_text("secret")
     heads = dict(await store.heads(project.id, 64))
     assert set(heads) == {"ch01.md", "b.md"}
-    assert heads["ch01.md"].startswith("# 第一章 灯塔\n") and len(heads["ch01.md"].encode()) <= 64
+    assert heads["ch01.md"].startswith("# 第一章 灯塔\n")
+    assert len(heads["ch01.md"].encode()) <= 64
     assert heads["b.md"] == "Chapter 2\n tail"
 
 
