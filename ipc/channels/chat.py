@@ -5,9 +5,9 @@ Sessions live in the main process's memory only; a restart forgets them all.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, StringConstraints, model_serializer
 
 from ipc.channels.context import MessageInfo, ReductionInfo, SectionInfo, TokenizerUse
 from ipc.channels.projects import ProjectId
@@ -22,6 +22,7 @@ from ipc.errors import (
 )
 from ipc.models import Ack, WireModel
 from ipc.registry import Registry
+from services.chat.intents import Intent, IntentName, Resolved
 from services.chat.service import ChatService, Turn
 from services.tokenizer import TokenizerInfo
 
@@ -29,6 +30,14 @@ SessionId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 # Long enough for any message the store takes; the store's own limit answers CHAT_MESSAGE_TOO_LONG.
 MAX_WIRE_MESSAGE = 65_536
 Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_WIRE_MESSAGE, pattern=r"\S")]
+
+
+class _OmitNone(WireModel):
+    """Optional members are left out, not sent as null."""
+
+    @model_serializer(mode="wrap")
+    def _omit_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {key: value for key, value in handler(self).items() if value is not None}
 
 
 class SubmitParams(WireModel):
@@ -112,6 +121,56 @@ class StateResult(WireModel):
     recorded: int
 
 
+class IntentParam(WireModel):
+    """The model's parsed intent; fields it added beyond these are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    intent: IntentName
+    number: int | None = Field(default=None, ge=0, le=1_000_000)
+    name: Annotated[str, StringConstraints(max_length=200)] | None = None
+    relative: Literal["next", "previous"] | None = None
+    query: Annotated[str, StringConstraints(max_length=1000)] | None = None
+
+
+class ResolveParams(WireModel):
+    session_id: SessionId
+    intent: IntentParam
+    current_document_id: str | None = Field(default=None, min_length=1, max_length=1024,
+                                            description="the open document, for next/previous")
+    project_id: ProjectId | None = Field(default=None, description="default: the session's project")
+
+
+class CandidateWire(WireModel):
+    project_id: str
+    document_id: str | None
+    title: str | None
+    score: float
+
+
+class ResolveResult(_OmitNone):
+    outcome: str = Field(description="document, project, ambiguous, not_found, no_project, clarify, "
+                                     "unsupported, search or create")
+    reply: str | None = Field(default=None, description="what to tell the user (recorded as the "
+                                                        "assistant's reply)")
+    project_id: str | None = None
+    document_id: str | None = None
+    title: str | None = None
+    name: str | None = None
+    query: str | None = None
+    candidates: list[CandidateWire] | None = None
+    supported_intents: list[str] | None = None
+
+
+def _resolve_result(resolved: Resolved) -> ResolveResult:
+    return ResolveResult(
+        outcome=resolved.outcome, reply=resolved.reply, project_id=resolved.project_id,
+        document_id=resolved.document_id, title=resolved.title, name=resolved.name, query=resolved.query,
+        candidates=[CandidateWire(project_id=c.project_id, document_id=c.document_id, title=c.title,
+                                  score=c.score) for c in resolved.candidates] or None,
+        supported_intents=list(resolved.supported_intents) or None)
+
+
 def _submit_result(turn: Turn, tokenizer: TokenizerInfo, budgets: tuple[int, int]) -> SubmitResult:
     a = turn.assembly
     steps: dict[str, list[dict[str, object]]] = {}
@@ -168,6 +227,18 @@ def register_chat(registry: Registry, chat: ChatService) -> None:
                              connection=ctx.peer.connection_id)
         kept = len(chat.session(params.session_id).messages)
         return ReplyResult(is_question=message.is_question, messages=kept)
+
+    @registry.method("chat:resolve", params=ResolveParams, result=ResolveResult,
+                     summary="Turn the model's parsed intent into what to do: a document or project to "
+                             "open, candidates when several fit, or a clarifying question when the intent "
+                             "is unsupported but the conversation implies a target.",
+                     errors=(ChatSessionNotFound, ProjectNotFound, InvalidParams))
+    async def resolve(params: ResolveParams, ctx: CallContext) -> ResolveResult:
+        intent = Intent(intent=params.intent.intent, number=params.intent.number, name=params.intent.name,
+                        relative=params.intent.relative, query=params.intent.query)
+        resolved = await chat.resolve(params.session_id, intent, params.current_document_id,
+                                      params.project_id)
+        return _resolve_result(resolved)
 
     @registry.method("chat:reset", params=SessionParams, result=Ack,
                      summary="Forget a session's messages and summary; its id stays usable.",

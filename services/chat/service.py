@@ -14,6 +14,7 @@ memory: a restart forgets every session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Literal
 import structlog
 
 from services.chat.extractive import summarize_intents
+from services.chat.intents import Conversation, Intent, Resolved, resolve_intent
 from services.chat.normalize import Normalizer
 from services.chat.prompt import PROFILE, Budgets, build, kept_recent
 from services.chat.sessions import (
@@ -165,6 +167,23 @@ class ChatService:
             raise ChatMessageTooLong(length=exc.length, limit=exc.limit) from None
         self._after(self.store.get(session_id), connection, self.settings.recent)
         return message
+
+    async def resolve(self, session_id: str, intent: Intent, current_document_id: str | None = None,
+                      project_id: str | None = None) -> Resolved:
+        """What the model's intent means for this session's project; a reply it gives the user
+        (a clarifying question, "not supported yet", which one) is recorded as the assistant's."""
+        session = self.session(session_id)
+        if project_id is not None:
+            await self.workspace.require_project(project_id)
+        users = [m.content for m in session.messages if m.role == "user"]
+        conversation = Conversation(users, session.summary, project_id or session.project_id)
+        resolved = await resolve_intent(intent, conversation, self.workspace, current_document_id)
+        if resolved.reply is not None:
+            with contextlib.suppress(UnknownSession):  # expired while the documents were read
+                self.store.reply(session_id, resolved.reply)
+        _log.info("chat.resolved", session=_ref(session_id), intent=intent.intent, outcome=resolved.outcome,
+                  candidates=len(resolved.candidates))
+        return resolved
 
     def reset(self, session_id: str) -> None:
         """Forget the session's messages and summary (a summary being made for it is dropped)."""
