@@ -46,7 +46,8 @@ _FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
                                                      "request before the extractive fallback (default 15)"}),
     ("--chat-summary-threshold", {"type": int, "help": "messages in a chat session before its rolling "
                                                        "summary starts (default 12)"}),
-    ("--chat-summary-chars", {"type": int, "help": "longest rolling summary, 400..600 characters (default 600)"}),
+    ("--chat-summary-chars", {"type": int,
+                              "help": "longest rolling summary, 400..600 characters (default 600)"}),
     ("--chat-idle-minutes", {"type": float, "help": "minutes after which an idle chat session is forgotten"}),
     ("--chat-max-sessions", {"type": int, "help": "chat sessions kept in memory at once (default 1000)"}),
 )

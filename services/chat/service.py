@@ -208,6 +208,11 @@ class ChatService:
             return None, False
         return state.source, state.task is not None
 
+    async def settled(self, session_id: str) -> None:
+        """Wait until no summary of the session is being made."""
+        while (state := self._summaries.get(session_id)) is not None and state.task is not None:
+            await asyncio.shield(state.task)
+
     async def aclose(self) -> None:
         tasks = [s.task for s in self._summaries.values() if s.task is not None]
         for task in tasks:
