@@ -39,6 +39,7 @@ from ipc.server import TransportLimits, WebSocketServer
 from services.summaries.seam import CompletionRequest, CompletionUnavailable, messages
 from tests.support.browser import chromium, serve_folder
 from tests.support.inproc import TOKEN, InProcServer, add_test_methods
+from tests.support.process import serving
 
 pytestmark = pytest.mark.browser
 
@@ -555,3 +556,46 @@ async def test_a_server_timeout_aborts_the_handler_and_sends_no_reply(asking: Ha
     assert not any(json.loads(f).get("id") == asked["id"] for f in asking.sent_frames
                    if isinstance(json.loads(f), dict))
     await asking.page.evaluate("() => client.close()")
+
+
+async def test_the_page_writes_the_chats_rolling_summary(tmp_path: Path) -> None:
+    """Against a real ``strata serve`` child: a page that declared completions and answers
+    llm:complete with onRequest makes the command chat's rolling summary, which the next
+    chat:submit carries, from the client, with no SUMMARY_FALLBACK."""
+    with serving(tmp_path / "data", "--debug") as proc:
+        # The page needs only the URL; the server here is the child, not an in-process one.
+        running = InProcServer(server=None, port=proc.port, seen=[])  # type: ignore[arg-type]
+        async with open_page(running, "chat-summary") as h:
+            out = await h.page.evaluate(
+                """async ({url, token}) => {
+                    const client = await strata.StrataClient.connect(url, token);
+                    const asked = [];
+                    client.onRequest("llm:complete", async (params) => {
+                        asked.push(params.purpose);
+                        log(`llm:complete <- ${params.purpose}`, "ok");
+                        return {content: "User is opening chapters in order."};
+                    });
+                    await client.declareCapabilities({completions: true});
+                    let sessionId;
+                    for (let n = 1; n <= 13; n++) {
+                        const params = {message: `open chapter ${n}`};
+                        if (sessionId) params.sessionId = sessionId;
+                        sessionId = (await client.call("chat:submit", params)).sessionId;
+                    }
+                    let state;
+                    for (let i = 0; i < 200; i++) {
+                        state = await client.call("chat:state", {sessionId});
+                        if (state.summary && !state.summaryPending) break;
+                        await new Promise((done) => setTimeout(done, 25));
+                    }
+                    const next = await client.call("chat:submit", {sessionId, message: "chapter 14"});
+                    client.close();
+                    return {asked, state, next};
+                }""",
+                {"url": proc.url, "token": proc.token},
+            )
+    assert out["asked"] == ["chat.summary"]
+    assert out["state"]["summarySource"] == "client"
+    assert out["next"]["context"]["summary"] == "User is opening chapters in order."
+    assert out["next"]["summarySource"] == "client"
+    assert not any(w.startswith("SUMMARY_FALLBACK") for w in out["next"]["warnings"])
