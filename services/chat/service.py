@@ -225,12 +225,22 @@ class ChatService:
         """Start refreshing the summary when older messages fell out of the window uncovered."""
         if len(session.messages) <= self.settings.summary_threshold or _outside(session, recent) == 0:
             return
+        if session.id not in self._summaries:
+            self._prune()
         state = self._summaries.setdefault(session.id, _SummaryState())
         state.prefer = connection or state.prefer
         if state.task is not None:
             state.again = True
             return
         state.task = asyncio.get_running_loop().create_task(self._refresh(session.id, recent))
+
+    def _prune(self) -> None:
+        """Forget the summary state of sessions the store no longer holds (expired, evicted)."""
+        if len(self._summaries) < self.store.limits.max_sessions:
+            return
+        for session_id in [sid for sid, state in self._summaries.items()
+                           if state.task is None and sid not in self.store]:
+            del self._summaries[session_id]
 
     async def _refresh(self, session_id: str, recent: int) -> None:
         state = self._summaries[session_id]

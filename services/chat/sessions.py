@@ -196,6 +196,10 @@ class SessionStore:
         # Least recently used first: last_used never decreases along this order.
         self._sessions: OrderedDict[str, ChatSession] = OrderedDict()
 
+    def __contains__(self, session_id: object) -> bool:
+        """Whether a session of this id is live (without counting as a use of it)."""
+        return session_id in self._sessions
+
     def __len__(self) -> int:
         """The number of live sessions (expired ones included until the next call expires them)."""
         return len(self._sessions)

@@ -164,3 +164,20 @@ def test_language_follows_the_newest_message_with_letters() -> None:
     assert language_of(["open chapter 5", "打开第四章"]) == "en"
     assert language_of(["5", "打开"]) == "zh"
     assert language_of(["123"]) == "en"
+
+
+async def test_summary_state_of_forgotten_sessions_is_pruned() -> None:
+    """Once the store no longer holds a session, its summary state goes when room is needed."""
+    chat = ChatService(store=SessionStore(SessionLimits(max_sessions=2)), normalizer=Normalizer.builtin(),
+                       plans=BuiltInPlans(), counter=counter(), summarizer=Summarizer(ScriptedCompleter()),
+                       workspace=FakeWorkspace(), settings=ChatSettings(summary_threshold=1))
+    ids = []
+    for _ in range(4):  # each new session evicts the least recently used past two
+        sid = (await chat.submit(None, None, "open chapter 1")).session_id
+        for n in range(2, 11):
+            await chat.submit(sid, None, f"open chapter {n}")
+        await chat.settled(sid)
+        ids.append(sid)
+    assert ids[0] not in chat.store
+    assert chat.summary_state(ids[0]) == (None, False)
+    assert chat.summary_state(ids[-1])[0] == "client"
