@@ -41,7 +41,21 @@ DEFAULT_MAX_CHARS: Final = 600
 _SEPARATOR: Final = {"en": " ", "zh": ""}
 _NOUN_ZH: Final = {"chapter": "章节", "document": "文档"}
 _UNSAFE_BARE: Final = re.compile(r"[.!?。！？\"“”《》]|^\s|\s$")
+_NO_QUOTES: Final = str.maketrans("", "", '"“”《》「」『』‘’')
 _QUOTE_CLOSERS: Final = {'"': '"', "“": "”", "《": "》", "「": "」", "『": "』"}
+
+
+# The requests English fact sentences read back as (a name is checked against them).
+def _as_project(name: str) -> str:
+    return f"open project {name}"
+
+
+def _as_search(name: str) -> str:
+    return f"search for {name}"
+
+
+def _as_create(name: str) -> str:
+    return f"create a chapter called {name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,15 +71,23 @@ class _Fact:
 
 
 def _short(name: str) -> str:
-    """A name with its whitespace collapsed, cut to its first :data:`MAX_NAME_CHARS` characters."""
-    return " ".join(name.split())[:MAX_NAME_CHARS].rstrip()
+    """A name without quote marks, whitespace collapsed, cut to its first :data:`MAX_NAME_CHARS` characters.
+
+    Quote marks go so that the name cannot end the quotes the summary sets it in.
+    """
+    return " ".join(name.translate(_NO_QUOTES).split())[:MAX_NAME_CHARS].rstrip()
 
 
-def _bare_en(name: str) -> str:
-    """A name set bare in an English sentence, quoted when it would break the sentence."""
-    if not _UNSAFE_BARE.search(name):
-        return name
-    return f"“{name}”" if '"' in name else f'"{name}"'
+def _bare_en(name: str, command: Callable[[str], str]) -> str:
+    """A name set bare in an English sentence, quoted when it would not read back as itself.
+
+    ``command`` makes the request the sentence reads back as (see :func:`_read_fact`); a name
+    holding sentence marks, or one that reads back as something else ("called"), is quoted.
+    """
+    if _UNSAFE_BARE.search(name):
+        return f'"{name}"'
+    target = find_target(command(name))
+    return name if target is not None and target.name == name else f'"{name}"'
 
 
 def _mode(kind: Literal["chapter", "document"], how: Literal["number", "name", "order"]) -> _Fact:
@@ -81,18 +103,18 @@ def _mode(kind: Literal["chapter", "document"], how: Literal["number", "name", "
 def _facts_of(target: Target) -> list[_Fact]:
     """The facts a target stands for (a mode fact before its request, where there is one)."""
     if target.name is not None:
-        target = replace(target, name=_short(target.name))
+        target = replace(target, name=_short(target.name) or None)
     name = target.name
     if target.kind == "project":
         if target.action != "open" or name is None:
             return []
-        return [_Fact(("project",), f"User is working in project {_bare_en(name)}.",
+        return [_Fact(("project",), f"User is working in project {_bare_en(name, _as_project)}.",
                       f"用户在项目“{name}”中工作。")]
     noun_zh = _NOUN_ZH[target.kind]
     if target.action == "search":
         if name is None:
             return []
-        return [_Fact(("search", name.casefold()), f"User searched for {_bare_en(name)}.",
+        return [_Fact(("search", name.casefold()), f"User searched for {_bare_en(name, _as_search)}.",
                       f"用户搜索了“{name}”。")]
     if target.action == "create":
         key = ("create", target.kind, target.number, None if name is None else name.casefold())
@@ -101,7 +123,7 @@ def _facts_of(target: Target) -> list[_Fact]:
                           f"用户要新建{describe(target, 'zh').removeprefix('新的')}。")]
         if name is None:
             return [_Fact(key, f"User wants to create a new {target.kind}.", f"用户要新建{noun_zh}。")]
-        return [_Fact(key, f"User wants to create a {target.kind} called {_bare_en(name)}.",
+        return [_Fact(key, f"User wants to create a {target.kind} called {_bare_en(name, _as_create)}.",
                       f"用户要新建{noun_zh}《{name}》。")]
     if target.relative is not None:
         mode = _mode(target.kind, "order")
@@ -127,8 +149,8 @@ _NEUTRAL_EN: Final = re.compile(r"^User has sent (\d{1,9}) messages? with no nav
 _NEUTRAL_ZH: Final = re.compile("^用户已发送 ?(\\d{1,9}) ?条消息，尚无导航请求。$")
 _FACT_FORMS: Final[tuple[tuple[re.Pattern[str], Callable[[str], str]], ...]] = (
     (re.compile(r"^User asked for (.+)\.$"), lambda rest: f"open {rest}"),
-    (re.compile(r"^User is working in project (.+)\.$"), lambda rest: f"open project {rest}"),
-    (re.compile(r"^User searched for (.+)\.$"), lambda rest: f"search for {rest}"),
+    (re.compile(r"^User is working in project (.+)\.$"), _as_project),
+    (re.compile(r"^User searched for (.+)\.$"), _as_search),
     (re.compile(r"^User wants to create (.+)\.$"), lambda rest: f"create {rest}"),
     (re.compile("^用户要打开(.+)。$"), lambda rest: f"打开{rest}"),
     (re.compile("^用户在(项目“.+”)中工作。$"), lambda rest: f"打开{rest}"),
@@ -193,8 +215,8 @@ def _read_fact(sentence: str) -> _Fact | int | None:
 
 
 def _add(facts: list[_Fact], fact: _Fact) -> None:
-    """Add ``fact`` as the newest, replacing any fact with its key."""
-    facts[:] = [kept for kept in facts if kept.key != fact.key]
+    """Add ``fact`` as the newest, replacing any fact with its key or its words."""
+    facts[:] = [kept for kept in facts if kept.key != fact.key and kept.en != fact.en and kept.zh != fact.zh]
     facts.append(fact)
 
 

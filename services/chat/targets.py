@@ -12,24 +12,30 @@ How a message is read:
 * it is split into clauses at punctuation outside quotes and at "but" / "而是" / "但是"; a clause
   that negates ("不是这个", "not this one") is skipped, so "不是这个，是上一章" asks for the previous
   chapter; when several clauses name a target, the last one wins (a correction comes last);
-* each clause is tried, in order, as: creating a document ("new chapter called Dawn", "新建文档
-  黎明"; creating a *project* is not something the app does, and such a clause names nothing), a
-  search ("search for storm", "搜索 暴风雨"; a "search" for a chapter reference opens it instead),
-  a numbered chapter or document ("chapter 5", "ch05.md", "the fifth chapter", "第五章", "第 12
-  章", "第三个文档"), a project ("open project Moonfall", "打开项目 月落"), a relative move ("next
-  chapter", "the previous one", "下一章", "上一个"), and a name ("打开《灯塔》", "把灯塔那章调出来",
-  "open the lighthouse chapter", "open \\"The Lighthouse\\"").
+* each clause is tried, in order, as:
+
+  - creating a document ("new chapter called Dawn", "新建文档 黎明"); creating a *project* is not
+    something the app does, and such a clause names nothing;
+  - a search ("search for storm", "搜索 暴风雨"); a "search" for an unquoted chapter reference
+    opens it instead, a quoted query is searched as written;
+  - a numbered chapter or document ("chapter 5", "ch05.md", "the fifth chapter", "第五章",
+    "第 12 章", "第三个文档");
+  - a project ("open project Moonfall", "打开项目 月落");
+  - a relative move ("next chapter", "the previous one", "下一章", "上一个");
+  - a name ("打开《灯塔》", "把灯塔那章调出来", "open the lighthouse chapter",
+    "open \\"The Lighthouse\\"").
 
 A name is cleaned of the words around it (articles, "chapter", 那章, 那一章, 的那章, 章节, sentence
-particles); a quoted name is kept exactly as quoted. A name that is only generic words ("it",
-"this one", "by number", "这个") names nothing. ``language`` is "zh" when the message holds CJK.
+particles); a quoted name is kept exactly as quoted, and words inside quotes are never read as
+commands ("open 《下一章》" opens a title). A name that is only generic words ("it", "this one",
+"by number", "这个", "最后") names nothing. ``language`` is "zh" when the message holds CJK.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
@@ -517,6 +523,7 @@ _KIND_WORD: Final = re.compile(
     re.IGNORECASE,
 )
 _WHITESPACE: Final = re.compile(r"\s+")
+_STRAY_QUOTES: Final = '"“”《》「」『』‘’'
 _EDGE_PUNCTUATION: Final = " \t,.;:!?，。；：！？、~～-—…()（）[]【】"
 
 
@@ -608,6 +615,26 @@ def _is_generic(name: str) -> bool:
     return not words or all(word in _GENERIC_EN for word in words)
 
 
+def _matches_outside(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """The matches of ``pattern`` in ``text`` that do not start inside quoted text (a title)."""
+    spans = [(quoted.start(), quoted.end()) for quoted in _QUOTED.finditer(text)]
+    position = 0
+    while position <= len(text):
+        match = pattern.search(text, position)
+        if match is None:
+            return
+        if any(start < match.start() < end for start, end in spans):
+            position = match.start() + 1  # a match inside a title: look again just after its start
+            continue
+        yield match
+        position = max(match.end(), match.start() + 1)
+
+
+def _outside(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The first match of ``pattern`` in ``text`` outside quoted text, or None."""
+    return next(_matches_outside(pattern, text), None)
+
+
 def _quoted(text: str) -> tuple[str, re.Match[str]] | None:
     match = _QUOTED.search(text)
     if match is None:
@@ -639,6 +666,7 @@ def _clean_name(raw: str) -> tuple[str | None, Kind | None]:
         text = _NAME_PARTICLES_ZH.sub("", text) if has_cjk(text) else text
         text = _TRAIL_EN.sub("", text)
         text = _strip_edges(text)
+    text = _strip_edges(text.strip(_STRAY_QUOTES))
     if not text or _is_generic(text) or _PRONOUN_START_ZH.match(text):
         return None, kind
     return text, kind
@@ -646,7 +674,7 @@ def _clean_name(raw: str) -> tuple[str | None, Kind | None]:
 
 def _numbered(clause: str) -> _Found | None:
     for pattern, kind in _NUMBERED:
-        match = pattern.search(clause)
+        match = _outside(pattern, clause)
         if match is None:
             continue
         value = parse_roman(match.group(1)) if kind == "chapter-roman" else parse_number(match.group(1))
@@ -661,7 +689,7 @@ def _numbered(clause: str) -> _Found | None:
 
 
 def _relative(clause: str) -> _Found | None:
-    match = _RELATIVE_EN.search(clause)
+    match = _outside(_RELATIVE_EN, clause)
     if match is not None:
         move: Relative = "next" if match.group(1).lower() in ("next", "following") else "previous"
         return _Found("open", "chapter" if match.group("chapter") else "document", relative=move)
@@ -669,7 +697,7 @@ def _relative(clause: str) -> _Found | None:
     if match is not None:
         move = "next" if match.group(1).lower() == "next" else "previous"
         return _Found("open", "document", relative=move)
-    match = _RELATIVE_ZH.search(clause)
+    match = _outside(_RELATIVE_ZH, clause)
     if match is not None:
         word = match.group(1) or match.group(2)
         move = "next" if word in ("下", "后") else "previous"
@@ -679,16 +707,17 @@ def _relative(clause: str) -> _Found | None:
 
 def _project(clause: str) -> _Found | None:
     for pattern in (_PROJECT_EN_BEFORE, _PROJECT_ZH_BEFORE, _PROJECT_EN, _PROJECT_ZH):
-        match = pattern.search(clause)
+        match = _outside(pattern, clause)
         if match is None:
             continue
         raw = _strip_edges(match.group(1))
         quoted = _quoted(raw)
         if quoted is not None and quoted[1].start() == 0:
-            name = quoted[0]
-        else:
-            raw = _PROJECT_TRAIL.sub("", raw) if has_cjk(raw) else raw
-            name = _strip_edges(_NAME_LEAD_EN.sub("", _NAMING.sub("", raw)))
+            if quoted[0]:
+                return _Found("open", "project", name=quoted[0])  # a quoted name is taken as written
+            continue
+        raw = _PROJECT_TRAIL.sub("", raw) if has_cjk(raw) else raw
+        name = _strip_edges(_NAME_LEAD_EN.sub("", _NAMING.sub("", _strip_edges(raw.strip(_STRAY_QUOTES)))))
         if name and not _is_generic(name):
             return _Found("open", "project", name=name)
     return None
@@ -696,16 +725,18 @@ def _project(clause: str) -> _Found | None:
 
 def _search(clause: str) -> _Found | None:
     for pattern in (_SEARCH_EN, _SEARCH_ZH):
-        match = pattern.search(clause)
+        match = _outside(pattern, clause)
         if match is None:
             continue
         query = _strip_edges(clause[match.end():])
         quoted = _quoted(query)
         if quoted is not None and quoted[1].start() == 0 and quoted[1].end() == len(query):
-            query = quoted[0]
+            if quoted[0]:
+                return _Found("search", "document", name=quoted[0])  # quoted text is searched as written
+            continue
         if not query or _is_generic(query):
             continue
-        if _numbered(query) or _relative(query) or _KIND_WORD.search(query):
+        if _numbered(query) or _relative(query) or _outside(_KIND_WORD, query):
             # "find chapter 5", "找一下灯塔那章": a reference to open, not a search.
             return _relative(query) or _from_rest(query, require_kind=False)
         return _Found("search", "document", name=query)
@@ -715,7 +746,7 @@ def _search(clause: str) -> _Found | None:
 def _create(clause: str) -> _Found | Literal[False] | None:
     """A document to create; False when the clause creates something the app cannot (a project)."""
     for verb, kinds in ((_CREATE_EN, _CREATE_KIND_EN), (_CREATE_ZH, _CREATE_KIND_ZH)):
-        for seen, match in enumerate(verb.finditer(clause)):
+        for seen, match in enumerate(_matches_outside(verb, clause)):
             if seen == _MAX_CREATE_VERBS:
                 break
             rest = clause[match.end():]
@@ -745,19 +776,19 @@ def _named(clause: str) -> _Found | None:
     if quoted is not None and quoted[0]:
         around = _strip_edges(clause[: quoted[1].start()] + " " + clause[quoted[1].end():])
         around = _trim(around)
-        verb = _STRONG_REST.search(clause) or _WEAK_REST.search(clause)
+        verb = _outside(_STRONG_REST, clause) or _outside(_WEAK_REST, clause)
         if verb is not None or _KIND_WORD.search(around) or _QUOTE_POINTER.match(around):
             kind: Kind = "chapter" if _CHAPTER_WORD.search(around) else "document"
             return _Found("open", kind, name=quoted[0])
-    ba = _BA_ZH.search(clause)
+    ba = _outside(_BA_ZH, clause)
     if ba is not None:
         found = _from_rest(ba.group(1), require_kind=False)
         if found is not None:
             return found
-    strong = _STRONG_REST.search(clause)
+    strong = _outside(_STRONG_REST, clause)
     if strong is not None:
         return _from_rest(strong.group(1) or strong.group(2), require_kind=False)
-    weak = _WEAK_REST.search(clause)
+    weak = _outside(_WEAK_REST, clause)
     if weak is not None:
         return _from_rest(weak.group(1) or weak.group(2), require_kind=True)
     bare = _BARE_ZH.match(clause)

@@ -171,6 +171,34 @@ def test_names_with_sentence_marks_are_quoted() -> None:
     assert summarize_intents(summary, []) == summary
 
 
+@pytest.mark.parametrize(
+    "messages",
+    [
+        ["调出来open》"],
+        ["project《called"],
+        ["", "项目叫called"],
+        ['搜索openopenopen五"chapter"'],
+        ["search for called"],
+        ["open project called Moonfall"],
+        ['search for "chapter 5"'],
+    ],
+)
+def test_odd_names_read_back_as_themselves(messages: list[str]) -> None:
+    """Names with stray quote marks or words the sentence uses are written so they read back unchanged."""
+    summary = summarize_intents(None, messages)
+    assert summarize_intents(summary, []) == summary
+    if any(find_target(message) for message in messages):  # the same request again adds nothing
+        assert summarize_intents(summary, messages) == summary
+
+
+def test_a_fact_read_back_as_verbatim_text_is_not_repeated() -> None:
+    """A sentence kept verbatim and the same fact made again are one fact, not two."""
+    previous = "User searched for storm. The user likes the sea."
+    assert summarize_intents(previous + " The user likes the sea.", ["search for storm"]) == (
+        "The user likes the sea. User searched for storm."
+    )
+
+
 # --- bounds --------------------------------------------------------------------------------------
 
 

@@ -311,6 +311,28 @@ def test_the_last_clause_with_a_target_wins() -> None:
     assert _key(find_target("no, the previous one")) == ("open", "document", None, None, "previous", "en")
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("open 《下一章》", ("open", "document", None, "下一章", None, "zh")),
+        ('open "chapter 5 notes"', ("open", "document", None, "chapter 5 notes", None, "en")),
+        ('search for "chapter 5"', ("search", "document", None, "chapter 5", None, "en")),
+        ('open project "next"', ("open", "project", None, "next", None, "en")),
+        ("打开《项目 月落》", ("open", "document", None, "项目 月落", None, "zh")),
+    ],
+)
+def test_words_inside_quotes_are_a_title_not_a_command(text: str, expected: tuple[object, ...]) -> None:
+    """Quoted text is a title or query as written: the words in it are never read as commands."""
+    assert _key(find_target(text)) == expected
+
+
+def test_stray_quote_marks_are_not_part_of_a_name() -> None:
+    """An unpaired quote mark at the edge of a name is dropped; a name of nothing but one names nothing."""
+    assert _key(find_target("调出来open》")) == ("open", "document", None, "open", None, "zh")
+    assert find_target("project《项目") is None
+    assert _key(find_target("open project Moonfall》")) == ("open", "project", None, "Moonfall", None, "en")
+
+
 def test_language_follows_cjk_in_the_text() -> None:
     """``language`` is "zh" when the message holds CJK anywhere, even in a quoted title."""
     assert find_target("open 《灯塔》") == Target("open", "document", name="灯塔", language="zh")
