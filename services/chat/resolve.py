@@ -7,9 +7,11 @@ Pure and deterministic, Chinese and English.
 * **by number**: a document carries a number when its title or filename has a chapter marker
   ("ch05.md", "chapter-5.md", "Chapter 5", "Chapter Five", "Chapter V", "第五章", "第5章"), a
   document marker ("part 3", "第三篇") or starts with one ("05-opening.md", "5. The Lighthouse",
-  "五、灯塔"). A marker scores 1.0, a leading number 0.9. Numbers are read whole, so chapter 5
-  never matches "chapter 15" or "ch50". When no document carries a number at all, the number is
-  the nth document in reading order (score 0.6). A name given with the number breaks ties.
+  "五、灯塔"). A marker scores 1.0, a leading number 0.9; a chapter target reads document
+  markers only where a field has no chapter marker ("Part 2, Chapter 5" is chapter 5). Numbers
+  are read whole, so chapter 5 never matches "chapter 15" or "ch50". When no document carries a
+  number at all, the number is the nth document in reading order (score 0.6). A name given with
+  the number breaks ties.
 * **by name**: a fuzzy match over title and filename (case-insensitive, NFKC, punctuation and the
   extension ignored, chapter labels like "第五章" or "Chapter 5:" set aside): Latin words are
   compared token by token (exact, plural, close spelling, prefix), CJK text by character pairs, so
@@ -162,10 +164,13 @@ def reading_order(documents: Sequence[DocumentCandidate]) -> tuple[DocumentCandi
 # --- numbers in titles and filenames ------------------------------------------------------------
 
 _NUM: Final = rf"(?:(\d{{1,{_MAX_NUMBER_DIGITS}}})(?!\d)|({ENGLISH_NUMBER})(?![A-Za-z]))"
-_MARKERS: Final = (
+_CHAPTER_MARKERS: Final = (
     re.compile(rf"(?<![A-Za-z])(?:chapter|chap|ch)[\s._:#-]*{_NUM}", re.IGNORECASE),
+    re.compile(f"第\\s*(\\d{{1,{_MAX_NUMBER_DIGITS}}}|{CHINESE_NUMBER})\\s*(?:章|节|回)"),
+)
+_OTHER_MARKERS: Final = (
     re.compile(rf"(?<![A-Za-z])(?:part|document|doc|scene|section|episode)[\s._:#-]*{_NUM}", re.IGNORECASE),
-    re.compile(f"第\\s*(\\d{{1,{_MAX_NUMBER_DIGITS}}}|{CHINESE_NUMBER})\\s*(?:章|节|回|篇|集|部分)"),
+    re.compile(f"第\\s*(\\d{{1,{_MAX_NUMBER_DIGITS}}}|{CHINESE_NUMBER})\\s*(?:篇|集|部分)"),
 )
 _ROMAN_MARKER: Final = re.compile(r"(?<![A-Za-z])chapter[\s._:#-]+([ivxlc]{1,8})(?![A-Za-z])", re.IGNORECASE)
 _LEADING: Final = re.compile(
@@ -192,23 +197,35 @@ def _stem(document_id: str) -> str:
     return _EXTENSION.sub("", name)
 
 
-def _numbers(text: str) -> tuple[frozenset[int], int | None]:
-    """The numbers a field marks as chapter or document numbers, and the number it starts with."""
-    marked: set[int] = set()
-    for pattern in _MARKERS:
+def _marked(patterns: tuple[re.Pattern[str], ...], text: str) -> frozenset[int]:
+    found_numbers: set[int] = set()
+    for pattern in patterns:
         for found in pattern.finditer(text):
             value = parse_number(next(g for g in found.groups() if g is not None))
             if value is not None:
-                marked.add(value)
+                found_numbers.add(value)
+    return frozenset(found_numbers)
+
+
+def _numbers(text: str, kind: str) -> tuple[frozenset[int], int | None]:
+    """The numbers a field marks for a target of ``kind``, and the number the field starts with.
+
+    A chapter target reads chapter markers ("Chapter 5", "ch05", "第五章", "Chapter V") and, only
+    when there are none, document markers ("Part 2", "第二篇"): "Part 2, Chapter 5" is chapter 5,
+    not chapter 2. A document target reads both.
+    """
+    chapters = set(_marked(_CHAPTER_MARKERS, text))
     for found in _ROMAN_MARKER.finditer(text):
         roman = parse_roman(found.group(1))
         if roman is not None:
-            marked.add(roman)
+            chapters.add(roman)
+    others = _marked(_OTHER_MARKERS, text)
+    marked = frozenset(chapters) if kind == "chapter" and chapters else others | chapters
     leading_match = _LEADING.match(text)
     leading = None
     if leading_match is not None:
         leading = parse_number(leading_match.group(1) or leading_match.group(2))
-    return frozenset(marked), leading
+    return marked, leading
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +235,8 @@ class _Fields:
     stem: str
 
 
-def _by_number(number: int, name: str | None, documents: tuple[DocumentCandidate, ...]) -> list[Match]:
+def _by_number(number: int, name: str | None, kind: str,
+               documents: tuple[DocumentCandidate, ...]) -> list[Match]:
     fields = [_Fields(d, _clean_title(d.title), _stem(d.document_id)) for d in documents]
     numbered: list[Match] = []
     carries_numbers = False
@@ -226,7 +244,7 @@ def _by_number(number: int, name: str | None, documents: tuple[DocumentCandidate
         best = 0.0
         why = ""
         for label, text in (("title", field.title), ("filename", field.stem)):
-            marked, leading = _numbers(text)
+            marked, leading = _numbers(text, kind)
             carries_numbers = carries_numbers or bool(marked) or leading is not None
             if number in marked and best < _MARKED_SCORE:
                 best, why = _MARKED_SCORE, f"number {number} marked in the {label}"
@@ -402,7 +420,7 @@ def resolve_document(target: Target, documents: Sequence[DocumentCandidate],
     if target.relative is not None:
         return _decide(_relative(target.relative, ordered, current_document_id))
     if target.number is not None:
-        by_number = _by_number(target.number, target.name, ordered)
+        by_number = _by_number(target.number, target.name, target.kind, ordered)
         if by_number or target.name is None:
             return _decide(by_number)
     if target.name is not None:

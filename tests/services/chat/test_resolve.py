@@ -136,6 +136,14 @@ def test_the_same_number_in_two_volumes_is_ambiguous() -> None:
     assert _ids(resolution) == ["第一卷/第五章 灯塔.md", "第二卷/第五章 大海.md"]
 
 
+def test_a_part_number_is_not_a_chapter_number() -> None:
+    """"Part 2, Chapter 5" is chapter 5 for a chapter target; a document target reads the part too."""
+    documents = [D("a.md", "Part 2, Chapter 5"), D("b.md", "Chapter 2"), D("c.md", "Part 3")]
+    assert _ids(resolve_document(Target("open", "chapter", number=2), documents)) == ["b.md"]
+    assert _ids(resolve_document(Target("open", "chapter", number=3), documents)) == ["c.md"]
+    assert _ids(resolve_document(Target("open", "document", number=2), documents)) == ["a.md", "b.md"]
+
+
 def test_a_name_with_the_number_breaks_the_tie() -> None:
     """A target with both a number and a name prefers the numbered document whose name matches."""
     documents = [D("第一卷/第五章 灯塔.md"), D("第二卷/第五章 大海.md")]
