@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from services.chat.numerals import parse_number
 from services.chat.resolve import (
     SUPPORTED_INTENTS,
     DocumentCandidate,
@@ -24,7 +25,7 @@ from services.chat.resolve import (
     resolve_document,
     resolve_project,
 )
-from services.chat.targets import Language, Target, describe, messages_language, parse_number
+from services.chat.targets import Language, Target, describe, messages_language
 from services.chat.workspace import Workspace
 
 Outcome = Literal["document", "project", "ambiguous", "not_found", "clarify", "unsupported", "search",

@@ -42,19 +42,8 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Final, Literal
 
-from services.chat.targets import (
-    CHINESE_NUMBER,
-    ENGLISH_NUMBER,
-    Language,
-    Target,
-    describe,
-    find_target,
-    has_cjk,
-    messages_language,
-    ordinal_en,
-    parse_number,
-    parse_roman,
-)
+from services.chat.numerals import CHINESE_NUMBER, ENGLISH_NUMBER, ordinal_en, parse_number, parse_roman
+from services.chat.targets import Language, Target, describe, find_target, has_cjk, messages_language
 
 Status = Literal["match", "ambiguous", "none"]
 
