@@ -39,6 +39,8 @@ def test_serve_accepts_every_flag(tmp_path: Path) -> None:
         "--allowed-origin", "http://b.test", "--watch-stdin", "off",
         "--tokenizer-encoding", "o200k_base", "--max-frame-bytes", "4096",
         "--max-in-flight", "8", "--max-connections", "4", "--shutdown-grace", "1.5",
+        "--completion-timeout", "2.5", "--chat-summary-threshold", "20", "--chat-summary-chars", "450",
+        "--chat-idle-minutes", "5", "--chat-max-sessions", "10",
         "--debug", "--allow-file-origins",
     ])
     assert vars(args) == {
@@ -49,6 +51,8 @@ def test_serve_accepts_every_flag(tmp_path: Path) -> None:
         "allowed_origins": ["http://a.test", "http://b.test"], "watch_stdin": "off",
         "tokenizer_encoding": "o200k_base", "max_frame_bytes": 4096, "max_in_flight": 8,
         "max_connections": 4, "shutdown_grace": 1.5, "debug": True, "allow_file_origins": True,
+        "completion_timeout": 2.5, "chat_summary_threshold": 20, "chat_summary_chars": 450,
+        "chat_idle_minutes": 5.0, "chat_max_sessions": 10,
     }
 
 
