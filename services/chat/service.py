@@ -63,6 +63,9 @@ class ChatSettings:
 
     recent: int = 8
     summary_threshold: int = 12
+    # Once there is a summary, it is refreshed when this many messages have fallen out of the
+    # recent window since: a completion per message would cost the writer's model a call a turn.
+    summary_every: int = 4
     summary_chars: int = 600
     token_budget: int = 4096
     context_budget: int = 1024
@@ -73,8 +76,8 @@ class ChatSettings:
             raise ValueError("recent must be 6..8")
         if not 400 <= self.summary_chars <= 600:
             raise ValueError("summary_chars must be 400..600")
-        if self.summary_threshold < 1:
-            raise ValueError("summary_threshold must be positive")
+        if self.summary_threshold < 1 or self.summary_every < 1:
+            raise ValueError("summary_threshold and summary_every must be positive")
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +226,10 @@ class ChatService:
 
     def _after(self, session: ChatSession, connection: str | None, recent: int) -> None:
         """Start refreshing the summary when older messages fell out of the window uncovered."""
-        if len(session.messages) <= self.settings.summary_threshold or _outside(session, recent) == 0:
+        if len(session.messages) <= self.settings.summary_threshold:
+            return
+        uncovered = _outside(session, recent) - session.summary_upto
+        if uncovered <= 0 or (session.summary is not None and uncovered < self.settings.summary_every):
             return
         if session.id not in self._summaries:
             self._prune()

@@ -74,7 +74,8 @@ async def test_a_clients_summary_covers_what_fell_out_and_is_used_next() -> None
 
 
 async def test_the_next_summary_rolls_the_previous_one_forward() -> None:
-    """A later summary is asked with the previous summary and only the messages since."""
+    """A summary is refreshed once four more messages fell out of the window, with the previous
+    summary and only the messages since."""
     completer = ScriptedCompleter(answer="Summary one.")
     chat = service(completer, threshold=12)
     sid = (await chat.submit(None, None, "open chapter 1")).session_id
@@ -82,12 +83,18 @@ async def test_the_next_summary_rolls_the_previous_one_forward() -> None:
         await chat.submit(sid, None, f"open chapter {n}")
     await settle(chat, sid)
     completer.answer = "Summary two."
-    await chat.submit(sid, None, "open chapter 14")
+    for n in range(14, 17):
+        await chat.submit(sid, None, f"open chapter {n}")
+        await settle(chat, sid)
+    assert len(completer.seen) == 1  # three more out of the window: not yet
+    await chat.submit(sid, None, "open chapter 17")
     await settle(chat, sid)
+    assert len(completer.seen) == 2
     told = completer.seen[-1].messages[1].content
     assert "Previous summary: Summary one." in told
-    assert "open chapter 1\n" not in told
-    assert "open chapter 5" in told
+    assert "open chapter 4\n" not in told
+    assert [f"open chapter {n}" in told for n in range(5, 9)] == [True] * 4
+    assert "open chapter 9" not in told
     assert chat.session(sid).summary == "Summary two."
 
 
