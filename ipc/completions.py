@@ -47,7 +47,7 @@ class _Capable:
 class ClientCompletions:
     """The clients that can run completions, and the completer that asks them."""
 
-    def __init__(self, timeout: float = 15.0) -> None:
+    def __init__(self, timeout: float = 10.0) -> None:
         self._timeout = clamp_timeout(timeout)
         self._capable: dict[str, _Capable] = {}  # by connection id, most recently declared last
         self._log = structlog.get_logger("ipc.completions")
@@ -122,13 +122,13 @@ class ClientCompletions:
 
 
 def completion_text(answer: Any) -> str | None:
-    """The text of a client's answer: a string, ``{"content": "..."}`` or MCP's
-    ``{"content": {"type": "text", "text": "..."}}``; None for anything else."""
+    """The text of a client's answer: a string, ``{"content": "..."}``, ``{"text": "..."}`` or
+    MCP's ``{"content": {"type": "text", "text": "..."}}``; None for anything else."""
     if isinstance(answer, str):
         return answer
     if not isinstance(answer, dict):
         return None
-    content = answer.get("content")
+    content = answer.get("content", answer.get("text"))
     if isinstance(content, str):
         return content
     if isinstance(content, dict) and content.get("type") == "text" and isinstance(content.get("text"), str):

@@ -43,7 +43,7 @@ _FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--max-connections", {"type": int}),
     ("--shutdown-grace", {"type": float, "help": "seconds running calls get at shutdown"}),
     ("--completion-timeout", {"type": float, "help": "seconds a client gets to answer an llm:complete "
-                                                     "request before the extractive fallback (default 15)"}),
+                                                     "request before the extractive fallback (default 10)"}),
     ("--chat-summary-threshold", {"type": int, "help": "messages in a chat session before its rolling "
                                                        "summary starts (default 12)"}),
     ("--chat-summary-chars", {"type": int,

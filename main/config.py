@@ -57,7 +57,7 @@ class Config(BaseSettings):
     ping_timeout: float = Field(default=20.0, gt=0)
     shutdown_grace: float = Field(default=5.0, ge=0)
     # The command chat: how long a client gets to answer llm:complete, when summaries start, how long.
-    completion_timeout: float = Field(default=15.0, gt=0, le=600)
+    completion_timeout: float = Field(default=10.0, gt=0, le=600)
     chat_summary_threshold: int = Field(default=12, ge=1, le=10_000)
     chat_summary_chars: int = Field(default=600, ge=400, le=600)
     chat_idle_minutes: float = Field(default=30.0, gt=0, le=7 * 24 * 60)

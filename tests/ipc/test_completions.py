@@ -93,11 +93,11 @@ async def test_the_request_is_llm_complete_with_the_wire_params() -> None:
     assert METHOD == "llm:complete"
 
 
-@pytest.mark.parametrize(("timeout_ms", "expected"), [(None, 15.0), (2500, 2.5), (10, 1.0),
+@pytest.mark.parametrize(("timeout_ms", "expected"), [(None, 10.0), (2500, 2.5), (10, 1.0),
                                                       (500_000, 120.0)])
 async def test_a_client_may_set_its_own_timeout_within_bounds(timeout_ms: int | None,
                                                               expected: float) -> None:
-    """A declared timeoutMs replaces the default (15 s) for that client, clamped to 1..120 s."""
+    """A declared timeoutMs replaces the default (10 s) for that client, clamped to 1..120 s."""
     client = FakeClient("c1")
     completions = ClientCompletions()
     completions.register(client.peer, timeout_ms)
@@ -145,12 +145,14 @@ async def test_withdrawn_and_closed_clients_are_not_asked() -> None:
     ({"content": "an object"}, "an object"),
     ({"content": {"type": "text", "text": "mcp"}, "model": "m", "role": "assistant"}, "mcp"),
     ("", ""),
-    (None, None), (5, None), (["x"], None), ({"content": 5}, None), ({"text": "x"}, None),
+    ({"text": "plain text member"}, "plain text member"),
+    (None, None), (5, None), (["x"], None), ({"content": 5}, None), ({"text": 5}, None),
     ({"content": {"type": "image", "data": "x"}}, None), ({"content": {"type": "text", "text": 3}}, None),
     ({"content": [{"type": "text", "text": "x"}]}, None),
 ])
 def test_answer_shapes(answer: Any, text: str | None) -> None:
-    """A string, {content: string} and MCP's {content: {type: text, text}} give text; nothing else does."""
+    """A string, {content: string}, {text: string} and MCP's {content: {type: text, text}} give
+    text; nothing else does."""
     assert completion_text(answer) == text
 
 

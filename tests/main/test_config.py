@@ -51,7 +51,7 @@ def test_defaults(clean_env: Path) -> None:
         "ping_interval": 20.0,
         "ping_timeout": 20.0,
         "shutdown_grace": 5.0,
-        "completion_timeout": 15.0,
+        "completion_timeout": 10.0,
         "chat_summary_threshold": 12,
         "chat_summary_chars": 600,
         "chat_idle_minutes": 30.0,

@@ -48,7 +48,7 @@ def test_the_instructions_are_the_stable_system_message() -> None:
     assembly = build(plan(), ChatContext(None, (), None, "打开第五章"), ROOMY, counter(), "zh")
     system = [m.content for m in assembly.messages("") if m.role == "system"]
     assert len(system) == 1
-    assert '"intent": "open_document"' in system[0]
+    assert '"intent":"open_document"' in system[0]
     assert "unsupported" in system[0]
     assert assembly.stable_prefix == system[0]
     other = build(plan(), ChatContext("x", ("y",), "z?", "w"), ROOMY, counter(), "en")
