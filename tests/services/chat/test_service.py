@@ -23,6 +23,15 @@ def service(completer: ScriptedCompleter, threshold: int = 12) -> ChatService:
                        settings=ChatSettings(summary_threshold=threshold))
 
 
+async def past_threshold(chat: ChatService) -> str:
+    """A new session of 13 user messages, "open chapter 1" to "open chapter 13": one past the
+    threshold of 12, with four messages out of the recent window."""
+    sid = (await chat.submit(None, None, "open chapter 1")).session_id
+    for n in range(2, 14):
+        await chat.submit(sid, None, f"open chapter {n}")
+    return sid
+
+
 async def settle(chat: ChatService, session_id: str) -> None:
     async with asyncio.timeout(10):
         await chat.settled(session_id)
@@ -57,9 +66,7 @@ async def test_a_clients_summary_covers_what_fell_out_and_is_used_next() -> None
     carries that summary, from the client, with no fallback warning."""
     completer = ScriptedCompleter(answer="User opens chapters one by one.")
     chat = service(completer, threshold=12)
-    sid = (await chat.submit(None, None, "open chapter 1")).session_id
-    for n in range(2, 14):
-        await chat.submit(sid, None, f"open chapter {n}")
+    sid = await past_threshold(chat)
     await settle(chat, sid)
     request = completer.seen[0]
     assert request.purpose == "chat.summary"
@@ -78,9 +85,7 @@ async def test_the_next_summary_rolls_the_previous_one_forward() -> None:
     summary and only the messages since."""
     completer = ScriptedCompleter(answer="Summary one.")
     chat = service(completer, threshold=12)
-    sid = (await chat.submit(None, None, "open chapter 1")).session_id
-    for n in range(2, 14):
-        await chat.submit(sid, None, f"open chapter {n}")
+    sid = await past_threshold(chat)
     await settle(chat, sid)
     completer.answer = "Summary two."
     for n in range(14, 17):
@@ -101,9 +106,7 @@ async def test_the_next_summary_rolls_the_previous_one_forward() -> None:
 async def test_without_a_completion_the_extractive_summary_warns() -> None:
     """A completer with no answer: the extractive summary, and SUMMARY_FALLBACK on the next submit."""
     chat = service(ScriptedCompleter(fail="no_client"))
-    sid = (await chat.submit(None, None, "open chapter 1")).session_id
-    for n in range(2, 14):
-        await chat.submit(sid, None, f"open chapter {n}")
+    sid = await past_threshold(chat)
     await settle(chat, sid)
     turn = await chat.submit(sid, None, "chapter 14")
     assert turn.summary_source == "extractive"
@@ -116,9 +119,7 @@ async def test_submits_never_wait_for_a_summary() -> None:
     completer = ScriptedCompleter()
     completer.gate.clear()
     chat = service(completer)
-    sid = (await chat.submit(None, None, "open chapter 1")).session_id
-    for n in range(2, 14):
-        await chat.submit(sid, None, f"open chapter {n}")
+    sid = await past_threshold(chat)
     await asyncio.sleep(0)
     turn = await asyncio.wait_for(chat.submit(sid, None, "chapter 14"), 5)
     assert turn.summary_pending is True
@@ -134,9 +135,7 @@ async def test_reset_drops_a_summary_being_made() -> None:
     completer = ScriptedCompleter()
     completer.gate.clear()
     chat = service(completer)
-    sid = (await chat.submit(None, None, "open chapter 1")).session_id
-    for n in range(2, 14):
-        await chat.submit(sid, None, f"open chapter {n}")
+    sid = await past_threshold(chat)
     await asyncio.sleep(0)
     chat.reset(sid)
     completer.gate.set()
