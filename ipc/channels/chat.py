@@ -5,9 +5,9 @@ Sessions live in the main process's memory only; a restart forgets them all.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, StringConstraints, model_serializer
+from pydantic import ConfigDict, Field, StringConstraints
 
 from ipc.channels.context import MessageInfo, ReductionInfo, SectionInfo, TokenizerUse
 from ipc.channels.projects import ProjectId
@@ -20,7 +20,7 @@ from ipc.errors import (
     InvalidParams,
     ProjectNotFound,
 )
-from ipc.models import Ack, WireModel
+from ipc.models import Ack, OmitNone, WireModel
 from ipc.registry import Registry
 from services.chat.intents import Intent, IntentName, Resolved
 from services.chat.service import ChatService, Turn
@@ -30,14 +30,6 @@ SessionId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 # Long enough for any message the store takes; the store's own limit answers CHAT_MESSAGE_TOO_LONG.
 MAX_WIRE_MESSAGE = 65_536
 Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_WIRE_MESSAGE, pattern=r"\S")]
-
-
-class _OmitNone(WireModel):
-    """Optional members are left out, not sent as null."""
-
-    @model_serializer(mode="wrap")
-    def _omit_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return {key: value for key, value in handler(self).items() if value is not None}
 
 
 class SubmitParams(WireModel):
@@ -148,7 +140,7 @@ class CandidateWire(WireModel):
     score: float
 
 
-class ResolveResult(_OmitNone):
+class ResolveResult(OmitNone):
     outcome: str = Field(description="document, project, ambiguous, not_found, no_project, clarify, "
                                      "unsupported, search or create")
     reply: str | None = Field(default=None, description="what to tell the user (recorded as the "

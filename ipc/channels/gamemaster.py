@@ -7,9 +7,7 @@ when there is something to say), with the tokenizer the counts were made with.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field
 
 from ipc.channels.projects import ProjectScoped
 from ipc.context import CallContext
@@ -22,20 +20,12 @@ from ipc.errors import (
     ScopeViolation,
     SegmentsCoreOverbudget,
 )
-from ipc.models import WireModel
+from ipc.models import OmitNone, WireModel
 from ipc.registry import Registry
 from services.segments.assembler import AssembleArgs, GameMaster, Npc
 from services.segments.records import RefId, Tier
 
 MAX_TEXT = 262_144  # characters of each dynamic text
-
-
-class _OmitNone(WireModel):
-    """Optional members are left out, not sent as null (the seed's ``field?:``)."""
-
-    @model_serializer(mode="wrap")
-    def _omit_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return {key: value for key, value in handler(self).items() if value is not None}
 
 
 class NpcParam(WireModel):
@@ -78,7 +68,7 @@ class InputTrimmed(WireModel):
     to_chars: int
 
 
-class Truncated(_OmitNone):
+class Truncated(OmitNone):
     dropped_scopes: list[str] | None = None
     npc_dropped_tiers: list[DroppedTier] | None = None
     dropped_npcs: list[str] | None = None
@@ -88,7 +78,7 @@ class Truncated(_OmitNone):
     npc_cues: bool | None = Field(default=None, description="the NPCs left stand as short behaviour cues")
 
 
-class SegmentsMeta(_OmitNone):
+class SegmentsMeta(OmitNone):
     order: list[str]
     segment_ids_by_scope: dict[str, list[int]]
     tokens_estimated: int = Field(description="counted exactly with the project's tokenizer")
