@@ -82,8 +82,9 @@ def build(plan: Plan, context: ChatContext, budgets: Budgets, counter: CountCach
     items = recent_items(bound, context, counter, project_id)
     window = int(bound.context_window) if isinstance(bound.context_window, int) else budgets.token_budget
     profile = BudgetProfile(context_window=window, output_reserve=int(bound.output_reserve))
-    message_tokens = counter.count("\n".join((context.current, context.summary or "",
-                                              context.last_assistant_question or "")))
+    # Each text on its own, so the summary and the question are counted once across turns.
+    message_tokens = sum(counter.count(text) for text in (context.current, context.summary or "",
+                                                          context.last_assistant_question or ""))
     request = Request(project_id=project_id, language=language, plan=bound, profile=profile,
                       system_prompt_tokens=0, items=items, window=None, variables=values,
                       facts=facts({**bound.variables, **values}, len(items)),

@@ -113,6 +113,8 @@ class ChatService:
     workspace: Workspace
     settings: ChatSettings = field(default_factory=ChatSettings)
     _summaries: dict[str, _SummaryState] = field(default_factory=dict)
+    # Every summary task still running, also those a reset cancelled and no state names any more.
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def submit(self, session_id: str | None, project_id: str | None, message: str, *,
                      recent: int | None = None, token_budget: int | None = None,
@@ -216,11 +218,15 @@ class ChatService:
         while (state := self._summaries.get(session_id)) is not None and state.task is not None:
             await asyncio.shield(state.task)
 
+    async def idle(self) -> None:
+        """Wait until no summary task runs, cancelled ones included."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
     async def aclose(self) -> None:
-        tasks = [s.task for s in self._summaries.values() if s.task is not None]
-        for task in tasks:
+        for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.idle()
 
     # --- rolling summaries ---------------------------------------------------------------------
 
@@ -238,7 +244,9 @@ class ChatService:
         if state.task is not None:
             state.again = True
             return
-        state.task = asyncio.get_running_loop().create_task(self._refresh(session.id, recent))
+        task = state.task = asyncio.get_running_loop().create_task(self._refresh(session.id, recent))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _prune(self) -> None:
         """Forget the summary state of sessions the store no longer holds (expired, evicted)."""

@@ -139,7 +139,8 @@ async def test_reset_drops_a_summary_being_made() -> None:
     await asyncio.sleep(0)
     chat.reset(sid)
     completer.gate.set()
-    await asyncio.sleep(0.01)
+    async with asyncio.timeout(10):
+        await chat.idle()
     assert chat.session(sid).summary is None
     assert chat.summary_state(sid) == (None, False)
 
