@@ -583,7 +583,7 @@ async def test_the_page_writes_the_chats_rolling_summary(tmp_path: Path) -> None
                         sessionId = (await client.call("chat:submit", params)).sessionId;
                     }
                     let state;
-                    for (let i = 0; i < 200; i++) {
+                    for (let i = 0; i < 800; i++) {  // at most about 20 s on a busy machine
                         state = await client.call("chat:state", {sessionId});
                         if (state.summary && !state.summaryPending) break;
                         await new Promise((done) => setTimeout(done, 25));
