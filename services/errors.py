@@ -21,6 +21,7 @@ later channels can add codes without renumbering (see docs/protocol.md):
 * -32050..-32059  profiles
 * -32060..-32069  segments
 * -32070..-32079  chat
+* -32080..-32089  character chat and typed memory
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ CODE_BLOCKS: tuple[tuple[int, int, str], ...] = (
     (-32050, -32059, "profiles"),
     (-32060, -32069, "segments"),
     (-32070, -32079, "chat"),
+    (-32080, -32089, "character chat and typed memory"),
 )
 
 
@@ -255,3 +257,34 @@ class ChatBudgetTooSmall(StrataError):
     code = -32073
     data_code = "CHAT_BUDGET_TOO_SMALL"
     message = "The token budget cannot hold the instructions and the current message"
+
+
+# --- Character chat and typed memory (-32080..-32089) -------------------------
+
+
+class ConversationNotFound(StrataError):
+    code = -32080
+    data_code = "CONVERSATION_NOT_FOUND"
+    message = "No conversation with this id in this project"
+
+
+class CharacterNotFound(StrataError):
+    """data: ``characterId``: the id that names no character entity of the project."""
+
+    code = -32081
+    data_code = "CHARACTER_NOT_FOUND"
+    message = "No character entity with this id in the project"
+
+
+class MemoryNotFound(StrataError):
+    code = -32082
+    data_code = "MEMORY_NOT_FOUND"
+    message = "No typed memory with this id in this project"
+
+
+class ConversationFull(StrataError):
+    """data: ``limit``: the most messages a conversation holds."""
+
+    code = -32083
+    data_code = "CONVERSATION_FULL"
+    message = "The conversation holds the most messages it may: start a new one"

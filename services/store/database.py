@@ -38,9 +38,11 @@ def _create_tables(engine: Engine) -> None:
 # create_all, so a step holds only what create_all cannot do (e.g. ALTER).
 # 1: strata_meta; 2: projects, settings, constraints, kg, memories, budget profiles;
 # 3: the retrieval index (state, documents, chunks); 4: per-project assembly profiles;
-# 5: prompt segments (the game-master profile's stored scopes).
+# 5: prompt segments (the game-master profile's stored scopes); 6: character conversations, their
+# messages and typed memories.
 MIGRATIONS: dict[int, Callable[[Engine], None]] = {1: _create_tables, 2: _create_tables, 3: _create_tables,
-                                                   4: _create_tables, 5: _create_tables}
+                                                   4: _create_tables, 5: _create_tables,
+                                                   6: _create_tables}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

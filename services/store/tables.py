@@ -181,3 +181,64 @@ class RetrievalChunkRow(SQLModel, table=True):
     tokens: int
     text: str
     terms: str  # space-separated search terms, so the lexical index rebuilds without re-splitting
+
+
+class ConversationRow(SQLModel, table=True):
+    """A character chat: two of the project's kg entities talking, on one template (a profile).
+
+    ``options`` holds the conversation's settings (rating, scene, episodes, keyframeEvery, ...);
+    ``next_seq`` numbers its messages, so positions never repeat after a deletion.
+    """
+
+    __tablename__ = "conversation"
+    id: str = Field(primary_key=True, max_length=32)
+    project_id: str = Field(foreign_key="project.id", index=True, max_length=32)
+    system_character_id: int
+    user_character_id: int
+    template: str = Field(max_length=64)
+    options: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    next_seq: int = Field(default=1)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class ConversationMessageRow(SQLModel, table=True):
+    """One message of a conversation, as sent (``content`` raw: think blocks, reminders and
+    keyframe blocks included); ``kind`` is ``message`` or ``keyframe`` (a summary the server
+    wrote into the conversation)."""
+
+    __tablename__ = "conversation_message"
+    __table_args__ = (Index("ix_conversation_message_seq", "conversation_id", "seq", unique=True),)
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: str = Field(foreign_key="conversation.id", max_length=32)
+    project_id: str = Field(foreign_key="project.id", index=True, max_length=32)
+    seq: int
+    role: str = Field(max_length=16)  # user | assistant | system
+    kind: str = Field(default="message", max_length=16)  # message | keyframe
+    content: str
+    important: bool = Field(default=False)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class TypedMemoryRow(SQLModel, table=True):
+    """A character memory (seed 003): typed, weighted and scoped to a character pair, optionally
+    narrowed to one conversation or one exchange (``message_id``). ``pair`` is the two
+    characters' ids in ascending order (``"3:7"``), whichever of them speaks as the system."""
+
+    __tablename__ = "typed_memory"
+    __table_args__ = (Index("ix_typed_memory_project_pair", "project_id", "pair"),
+                      {"sqlite_autoincrement": True})
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: str = Field(foreign_key="project.id", max_length=32)
+    memory_type: str = Field(max_length=16)  # NOTE | FACT | EVENT | RELATIONSHIP | ...
+    importance: int = Field(default=5)
+    summary: str
+    content: str = Field(default="")
+    source: str = Field(default="user", max_length=256)
+    system_character_id: int
+    user_character_id: int
+    pair: str = Field(max_length=64)
+    character_id: int | None = Field(default=None)  # whom it is about, when one of the two
+    conversation_id: str | None = Field(default=None, index=True, max_length=32)
+    message_id: int | None = Field(default=None)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
