@@ -86,6 +86,11 @@ class Retrieval:
         self._queries_lock = threading.Lock()
         self._background: set[asyncio.Future[Any]] = set()
 
+    @property
+    def embedding(self) -> Any:
+        """The encoder the index uses (a Chroma embedding function), for other stores to share."""
+        return self._vectors.embedding
+
     # -- keeping the index current
 
     async def open_project(self, project_id: str, root: Path | None = None) -> None:

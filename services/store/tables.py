@@ -222,7 +222,8 @@ class ConversationMessageRow(SQLModel, table=True):
 
 class TypedMemoryRow(SQLModel, table=True):
     """A character memory (seed 003): typed, weighted and scoped to a character pair, optionally
-    narrowed to one conversation or one exchange (``message_id``). ``pair`` is the two
+    narrowed to one conversation or one exchange (``scope``; ``conversation_id`` and
+    ``message_id`` say where it came from whatever its scope). ``pair`` is the two
     characters' ids in ascending order (``"3:7"``), whichever of them speaks as the system."""
 
     __tablename__ = "typed_memory"
@@ -238,6 +239,7 @@ class TypedMemoryRow(SQLModel, table=True):
     system_character_id: int
     user_character_id: int
     pair: str = Field(max_length=64)
+    scope: str = Field(default="pair", max_length=16)  # pair | conversation | exchange
     character_id: int | None = Field(default=None)  # whom it is about, when one of the two
     conversation_id: str | None = Field(default=None, index=True, max_length=32)
     message_id: int | None = Field(default=None)
