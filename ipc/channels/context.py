@@ -247,7 +247,7 @@ def _layer(result: LayerResult) -> RetrievedInfo | LayerInfo:
     return LayerInfo(tokens=result.tokens, truncated=result.truncated)
 
 
-def _result_fields(outcome: Outcome) -> dict[str, object]:
+def result_fields(outcome: Outcome) -> dict[str, object]:
     a = outcome.assembly
     steps: dict[str, list[StepInfo]] = {}
     for r in a.reductions:
@@ -280,7 +280,7 @@ def _result_fields(outcome: Outcome) -> dict[str, object]:
 def _inspect_result(outcome: Outcome) -> InspectResult:
     a = outcome.assembly
     return InspectResult(
-        **_result_fields(outcome),
+        **result_fields(outcome),
         candidates=[Candidate(id=r.id, layer=r.layer, section=r.section, source=r.source,
                               tokens=r.tokens, key=r.key, key_name=r.key_name, fate=r.fate,
                               kept_tokens=r.kept_tokens, reason=r.reason) for r in a.reports],
@@ -299,7 +299,7 @@ def register_context(registry: Registry, service: ContextService, profiles: Budg
                      errors=_ASSEMBLE_ERRORS)
     async def assemble(params: AssembleParams, ctx: CallContext) -> AssembleResult:
         outcome = await service.assemble(params.request())
-        return AssembleResult(**_result_fields(outcome))
+        return AssembleResult(**result_fields(outcome))
 
     @registry.method("context:inspect", params=InspectParams, result=InspectResult,
                      summary="Assemble and explain every candidate (debug mode, inspector token only).",

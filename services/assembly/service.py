@@ -37,6 +37,7 @@ from services.context.models import (
 from services.context.plan import Plan
 from services.context.skills import Skill, get_skill
 from services.errors import InputTooLarge, InvalidInput
+from services.profiles.catalog import PUBLISHED
 from services.profiles.plans import DEFAULT_PROFILE_NAME, BuiltInPlans, PlanSource
 from services.sources.base import GatherContext, Provider
 from services.sources.relevance import features
@@ -87,6 +88,10 @@ class AssembleRequest:
     additional_input: str = ""
     profile_id: str = DEFAULT_PROFILE_NAME
     variables: Mapping[str, str] = field(default_factory=dict)
+    # From a server-side caller, never a client: values for published ${...} names (a character
+    # conversation's names and memories) and providers of its own items (its message history).
+    published: Mapping[str, str] = field(default_factory=dict)
+    providers: tuple[Provider, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,10 +181,11 @@ class ContextService:
                             additional_input=request.additional_input, counter=counter,
                             cursor_features=prepared.cursor_features, placement=plan.placed,
                             variables=request.variables)
-        gathered, gather_warnings = await self._gather(ctx, plan)
+        gathered, gather_warnings = await self._gather(ctx, plan, request.providers)
         items = (*self._settings_items(settings, request.project_id, counter, ctx), *gathered)
         # Published values win: a caller cannot pose as the project or the system.
-        variables = {**request.variables, **_published(request, settings, language)}
+        variables = {**{k: v for k, v in request.variables.items() if k not in PUBLISHED},
+                     **request.published, **_published(request, settings, language)}
         engine_request = Request(
             project_id=request.project_id, language=language, plan=plan, profile=profile,
             system_prompt_tokens=prepared.system_tokens, items=tuple(i for i in items if i.layer),
@@ -192,6 +198,13 @@ class ContextService:
         gathered_chars = sum(len(i.text) for i in engine_request.items) + reading
         assembly = await off_loop(gathered_chars, assemble, engine_request, counter, memo)
         return self._outcome(request, assembly, system_prompt, counter, remember)
+
+    async def counter(self, project_id: str) -> CountCache:
+        """The token counter assemblies of ``project_id`` use (its model's tokenizer), for callers
+        that size what they pass in (a character conversation's memory block)."""
+        settings = await self._c.settings(project_id)
+        language = settings.language if settings.language in UNAVAILABLE else "en"
+        return self._counter(settings, "", language)[0]
 
     def _counter(self, settings: SettingsLike, system_prompt: str,
                  language: str) -> tuple[CountCache, tuple[str, ...]]:
@@ -233,9 +246,10 @@ class ContextService:
         near = features(window.before + window.after)
         return _Prepared(window, system_tokens, instruction, instruction_tokens, variable_tokens, near)
 
-    async def _gather(self, ctx: GatherContext, plan: Plan) -> tuple[list[Item], list[str]]:
+    async def _gather(self, ctx: GatherContext, plan: Plan,
+                      own: Sequence[Provider] = ()) -> tuple[list[Item], list[str]]:
         wanted = plan.sources
-        providers = [p for p in self._c.providers if wanted.intersection(p.sources)]
+        providers = [p for p in (*self._c.providers, *own) if wanted.intersection(p.sources)]
         results = await asyncio.gather(*(self._run(p, ctx) for p in providers))
         items: list[Item] = []
         warnings: list[str] = []

@@ -90,6 +90,10 @@ class ConversationStore:
     async def get(self, project_id: str, conversation_id: str) -> Conversation:
         return await asyncio.to_thread(self._get, project_id, conversation_id)
 
+    async def locate(self, conversation_id: str) -> Conversation:
+        """The conversation of this id, whichever project holds it (ids are random and unique)."""
+        return await asyncio.to_thread(self._locate, conversation_id)
+
     async def list(self, project_id: str, *, system_character_id: int | None = None,
                    user_character_id: int | None = None, limit: int = 100) -> builtins.list[Conversation]:
         """The project's conversations (of these characters, if given), newest created first."""
@@ -165,6 +169,13 @@ class ConversationStore:
             row = _require(session, project_id, conversation_id)
             counts = _message_counts(session, [row.id])
             return _conversation(row, counts.get(row.id, 0))
+
+    def _locate(self, conversation_id: str) -> Conversation:
+        with self._db.session() as session:
+            row = session.get(ConversationRow, conversation_id)
+            if row is None:
+                raise ConversationNotFound()
+            return _conversation(row, _message_counts(session, [row.id]).get(row.id, 0))
 
     def _list(self, project_id: str, system_id: int | None, user_id: int | None,
               limit: int) -> builtins.list[Conversation]:

@@ -52,8 +52,12 @@ def holds(condition: Condition | None, facts: frozenset[str]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    text: str  # may hold ${name} placeholders, expanded once
+    text: str  # may hold ${name} placeholders, expanded once; the English (or only) text
     condition: Condition | None = None
+    local: Localized | None = None  # one text per language, when the profile gave several
+
+    def for_language(self, language: str) -> str:
+        return self.text if self.local is None else localize(self.local, language)
 
 
 @dataclass(frozen=True, slots=True)

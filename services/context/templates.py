@@ -14,23 +14,33 @@ from collections.abc import Mapping
 from services.context.plan import PartPlan, Plan, holds
 from services.context.render import list_body
 
-PLACEHOLDER = re.compile(r"\$\{([A-Za-z][A-Za-z0-9_.]{0,95})\}")
+PLACEHOLDER = re.compile(r"\$(\$?)\{([A-Za-z][A-Za-z0-9_.,]{0,95})\}")
 REQUEST_PREFIX = "request."
 
 
+def _value(match: re.Match[str], values: Mapping[str, str]) -> str:
+    if match.group(1):  # $${...} is the text ${...}: a token for the client, such as ${image.TAG}
+        return match.group(0)[1:]
+    return values.get(match.group(2), "")
+
+
 def expand(line: str, values: Mapping[str, str]) -> str:
-    """``line`` with each ``${name}`` replaced by its value ("" when it has none), in one pass."""
-    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), line)
+    """``line`` with each ``${name}`` replaced by its value ("" when it has none), in one pass;
+    ``$${name}`` stays as the text ``${name}``."""
+    if "${" not in line:
+        return line
+    return PLACEHOLDER.sub(lambda m: _value(m, values), line)
 
 
-def literal_body(part: PartPlan, values: Mapping[str, str], facts: frozenset[str]) -> str:
-    """The part's lines whose conditions hold, expanded; a line left blank by expansion goes,
-    and numbering comes after both, so it has no gaps."""
+def literal_body(part: PartPlan, values: Mapping[str, str], facts: frozenset[str],
+                 language: str = "en") -> str:
+    """The part's lines whose conditions hold, in ``language``, expanded; a line left blank by
+    expansion goes, and numbering comes after both, so it has no gaps."""
     lines = []
     for line in part.content:
         if not holds(line.condition, facts):
             continue
-        text = expand(line.text, values)
+        text = expand(line.for_language(language), values)
         if text.strip():
             lines.append(text)
     if part.list_style == "plain":
@@ -49,7 +59,7 @@ def resolve_texts(
             if part.kind != "text":
                 continue
             if part.source == "literal":
-                body = literal_body(part, values, facts)
+                body = literal_body(part, values, facts, language)
             elif part.source == "instruction":
                 body = instruction or ""
             elif part.source.startswith(REQUEST_PREFIX):

@@ -44,17 +44,39 @@ BUILT_IN: dict[str, SourceInfo] = {
     "segments.npc": SourceInfo("items", ("hasNpcs",)),
     # The command chat: the user's messages before the current one (the chat-navigation profile).
     "chat.recent": SourceInfo("items", ("hasRecentMessages",)),
+    # A character conversation's messages (chat:assemble), bounded by the caller to a few times the
+    # prompt's budget, newest first.
+    "chat.history": SourceInfo("items", ("hasHistory",), bounded=True),
 }
 
-# ${...} namespaces whose values the assembly publishes (project.id, project.language, system.skill,
-# ...); user.* and memory.* are for the sources that will publish them.
-NAMESPACES = ("project", "system", "user", "memory")
+# ${...} namespaces whose values the assembly publishes: a placeholder under one of them must be a
+# published name, so a typo is a validation problem rather than a silent empty string.
+NAMESPACES = ("project", "system", "user", "memory", "perspective")
+
+
+def _character(role: str) -> tuple[str, ...]:
+    return tuple(f"{role}.{name}" for name in (
+        "firstName", "lastName", "fullName", "characterDesc", "characterDescLight", "characterDescPublic",
+        "asg", "age", "gender", "race", "personality.summary", "personality.casual", "speechPattern",
+        "emotionalTendency"))
+
+
+PUBLISHED: frozenset[str] = frozenset({
+    # Every assembly (services/assembly/service.py).
+    "project.id", "project.language", "project.model", "system.skill", "system.profile",
+    # A character conversation (chat:assemble, services/characters): its two characters, from their
+    # entity records; their memories; and writing-style hints drawn from the character's own traits.
+    *_character("system"), *_character("user"),
+    "memory.context", "memory.relationship", "memory.facts", "memory.lastSession", "memory.count",
+    "perspective.dynamic", "perspective.casual",
+})
 
 
 @dataclass(frozen=True)
 class Catalog:
     sources: Mapping[str, SourceInfo] = field(default_factory=lambda: dict(BUILT_IN))
     namespaces: tuple[str, ...] = NAMESPACES
+    published: frozenset[str] = PUBLISHED
 
     def info(self, name: str) -> SourceInfo | None:
         if name.startswith(REQUEST_PREFIX) and len(name) > len(REQUEST_PREFIX):
@@ -66,7 +88,7 @@ class Catalog:
         return {fact: name for name, info in self.sources.items() for fact in info.facts}
 
     def with_sources(self, extra: Iterable[tuple[str, SourceInfo]]) -> Catalog:
-        return Catalog({**self.sources, **dict(extra)}, self.namespaces)
+        return Catalog({**self.sources, **dict(extra)}, self.namespaces, self.published)
 
 
 DEFAULT_CATALOG = Catalog()

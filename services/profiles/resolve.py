@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from services.context.plan import Condition, Line, PartPlan, Plan, SectionPlan, StepPlan
+from services.context.plan import Condition, Line, PartPlan, Plan, SectionPlan, StepPlan, localize
 from services.profiles.catalog import DEFAULT_CATALOG, LITERAL, Catalog
 from services.profiles.schema import ProfileDocument
 
 _PART_KEYS = ("source", "content", "format", "rank", "dedupe", "audit")  # a one-source section's part
-PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+PLACEHOLDER = re.compile(r"(?<!\$)\$\{([^}]*)\}")  # $${...} is an escaped, literal ${...}
 MAX_DEPTH = 8
 
 Problem = dict[str, str]
@@ -185,15 +185,25 @@ class _Builder:
             head = name.split(".", 1)[0]
             if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.]{0,95}", name):
                 self.problem(at, "a ${...} placeholder with an invalid name")
-            elif name not in self.variables and not ("." in name and head in self.catalog.namespaces):
+            elif name in self.variables or name in self.catalog.published:
+                continue
+            elif head in self.catalog.namespaces:
+                self.problem(at, "a ${...} placeholder names an unknown variable: nothing publishes "
+                             f"{name} (see the published {head}.* names)")
+            else:
                 self.problem(at, "a ${...} placeholder names an unknown variable: declare it under variables")
 
     def lines(self, raw: list[Any] | None, at: str) -> tuple[Line, ...]:
         out = []
         for n, line in enumerate(raw or []):
-            text, cond = (line, None) if isinstance(line, str) else (line["text"], line.get("condition"))
-            self.placeholders(text, f"{at}/{n}")
-            out.append(Line(text, self.condition(cond, f"{at}/{n}/condition")))
+            # A string; {"text": ..., "condition": ...}; or a string per language ({"zh": ..., "en": ...}).
+            text, cond = (line["text"], line.get("condition")) if isinstance(line, dict) and "text" in line \
+                else (line, None)
+            local = _local(text) if isinstance(text, dict) else None
+            for one in (local.values() if local else (text,)):
+                self.placeholders(one, f"{at}/{n}")
+            out.append(Line(localize(local, "en") if local else text,
+                            self.condition(cond, f"{at}/{n}/condition"), local))
         return tuple(out)
 
     def part(self, raw: Mapping[str, Any], at: str, default_id: str) -> PartPlan | None:

@@ -21,7 +21,8 @@ MAX_LINES = 256
 MAX_LINE_CHARS = 4096
 
 Text = Annotated[str, Field(max_length=MAX_LINE_CHARS)]
-LocalText = Text | dict[Annotated[str, Field(max_length=16)], Text]
+LanguageTag = Annotated[str, Field(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{1,8}){0,2}$", max_length=16)]
+LocalText = Text | dict[LanguageTag, Text]
 """A string, or one string per language (``{"zh": ..., "en": ...}``; ``en`` is the fallback)."""
 
 
@@ -52,7 +53,7 @@ for _combinator in (Not, All, Any_):
 class Line(_Model):
     """A content line shown only when its condition holds (numbered lists skip it, without a gap)."""
 
-    text: Text
+    text: LocalText
     condition: Condition | None = None
 
 
@@ -150,7 +151,7 @@ class Part(_Model):
 
     id: Annotated[str, Field(pattern=ID_PATTERN)]
     source: Annotated[str, Field(max_length=96)]
-    content: list[Text | Line] | None = Field(default=None, max_length=MAX_LINES)
+    content: list[LocalText | Line] | None = Field(default=None, max_length=MAX_LINES)
     format: Format = Format()
     condition: Condition | None = None
     rank: Rank = Field(default="key", description=RANK_DOC)
@@ -172,7 +173,7 @@ class Section(_Model):
     required: bool = False
     condition: Condition | None = None
     source: Annotated[str, Field(max_length=96)] | None = None
-    content: list[Text | Line] | None = Field(default=None, max_length=MAX_LINES)
+    content: list[LocalText | Line] | None = Field(default=None, max_length=MAX_LINES)
     format: Format | None = None
     rank: Rank | None = Field(default=None, description="with source: " + RANK_DOC)
     dedupe: Literal["id", "text", "window"] | None = Field(default=None, description="with source: see Part")

@@ -22,7 +22,7 @@ from services.projects import ProjectRecord
 from services.store import Database
 
 # The built-in profiles, the default first, as profile:list gives them.
-BUILT_INS = list(built_in_documents())
+BUILT_INS = built_in_documents()
 
 UNKNOWN_PROJECT = "0000000000000000"
 
@@ -60,8 +60,8 @@ async def test_list_gives_built_ins_first_then_own_by_name(service: ProfileServi
                                                sections={"notes": {"order": 50, "content": ["x"]}}))
     listed = await service.list(project.id)
     assert [(p.name, p.built_in, p.version, p.extends) for p in listed] == [
-        *((name, True, 1, None) for name in BUILT_INS), ("alpha", False, 1, "novel"),
-        ("zeta", False, 1, None)]
+        *((name, True, 1, BUILT_INS[name].get("extends")) for name in BUILT_INS),
+        ("alpha", False, 1, "novel"), ("zeta", False, 1, None)]
     assert [p.description for p in listed[len(BUILT_INS):]] == [None, "last"]
     assert "Spec 004" in str(listed[0].description)
 
@@ -220,7 +220,7 @@ async def test_delete_is_refused_while_extended(service: ProfileService, project
     await service.delete(project.id, "base", version=1)
     with pytest.raises(ProfileNotFound):
         await service.delete(project.id, "base")
-    assert [p.name for p in await service.list(project.id)] == BUILT_INS
+    assert [p.name for p in await service.list(project.id)] == list(BUILT_INS)
 
 
 async def test_a_write_is_seen_by_the_next_plan(service: ProfileService, project: ProjectRecord) -> None:
@@ -266,7 +266,7 @@ async def test_profiles_belong_to_their_project(service: ProfileService, project
                                                 other_project: ProjectRecord) -> None:
     """Another project neither lists, reads, plans nor extends a project's profiles."""
     await service.put(project.id, "mine", doc("mine"))
-    assert [p.name for p in await service.list(other_project.id)] == BUILT_INS
+    assert [p.name for p in await service.list(other_project.id)] == list(BUILT_INS)
     with pytest.raises(ProfileNotFound):
         await service.get(other_project.id, "mine")
     with pytest.raises(ProfileNotFound):
