@@ -13,6 +13,7 @@ from typing import Any
 import structlog
 
 from ipc.auth import origin_patterns
+from ipc.channels.characters import register_characters
 from ipc.channels.chat import register_chat
 from ipc.channels.context import register_context
 from ipc.channels.gamemaster import register_game_master
@@ -23,6 +24,7 @@ from ipc.channels.projects import register_projects
 from ipc.channels.retrieval import register_retrieval
 from ipc.channels.segments import register_segments
 from ipc.channels.system import Limits, TokenizerDescription, register_system
+from ipc.channels.typed_memory import register_typed_memory
 from ipc.completions import ClientCompletions
 from ipc.dispatch import Dispatcher
 from ipc.registry import Registry
@@ -35,6 +37,9 @@ from main.version import NAME, VERSION
 from services.assembly.profiles import BudgetProfiles
 from services.assembly.service import Collaborators, ContextService
 from services.caches import SourceCaches
+from services.characters.conversations import ConversationStore
+from services.characters.memories import MemoryIndex, TypedMemoryStore
+from services.characters.service import CharacterChat
 from services.chat.normalize import Normalizer
 from services.chat.service import ChatService, ChatSettings
 from services.chat.sessions import SessionLimits as ChatLimits
@@ -203,7 +208,28 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     )
     services.stoppers.append(chat.aclose)
     register_chat(registry, chat)
+    register_character_chat(registry, config, services, context, kg, projects, assembly_profiles, completions)
     return registry
+
+
+def register_character_chat(registry: Registry, config: Config, services: Services, context: ContextService,
+                            kg: KgService, projects: ProjectService, plans: ProfileService,
+                            completions: ClientCompletions) -> None:
+    """Character conversations and their typed memories (seed 003)."""
+    conversations = ConversationStore(services.database)
+    index = MemoryIndex(services.vectors, services.retrieval.embedding)
+    memories = TypedMemoryStore(services.database, index)
+
+    async def language(project_id: str) -> str:
+        return (await projects.get_settings(project_id)).language
+
+    characters = CharacterChat(conversations=conversations, memories=memories, entities=kg.list,
+                               language=language, context=context, plans=plans,
+                               summarizer=Summarizer(completions), completer=completions,
+                               wait=config.completion_timeout + 5)
+    services.stoppers.append(characters.aclose)
+    register_characters(registry, characters)
+    register_typed_memory(registry, memories, kg.list, conversations.pair)
 
 
 def ready_message(config: Config, port: int) -> dict[str, Any]:

@@ -273,7 +273,7 @@ async def recall(store: TypedMemoryStore, project_id: str, *, system_id: int, us
     keyframe = await store.last_keyframe(project_id, pair, conversation_id)
     last = ""
     if keyframe is not None:
-        last = keyframe.summary or keyframe.content
+        last = keyframe.content or keyframe.summary  # the whole keyframe, cut to its share
         memories = [m for m in memories if m.id != keyframe.id]  # said once, as the last session
     layout = Layout(settings.format, language, system_id, user_id, system_name, user_name)
     # Counting is CPU work: off the event loop.
