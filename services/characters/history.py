@@ -3,13 +3,14 @@
 History is budgeted by tokens, not by count (seed 003, section 2.3): every message is an item of the
 ``chat.history`` source keyed by its position, so the profile's ``drop_lowest`` step drops the
 oldest first, and only when the budget needs it. A message marked important, a keyframe, or one a
-memory names as its source is keyed above all small talk, so it outlives messages of its age.
+memory names as its source is keyed above all small talk, so it outlives messages of its age; the
+newest message, the one the model answers, is keyed above them all.
 The caller bounds the candidates first: newest first, a few times the prompt's budget.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from services.characters.display import display
@@ -87,10 +88,13 @@ class HistoryProvider:
         return await off_loop(sum(len(e.text) for e in self.entries), _items, self.entries, ctx, where)
 
 
-def _items(entries: Iterable[Entry], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
+def _items(entries: Sequence[Entry], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
     section, part = where
+    # The newest message (the one the model answers) outlives protected ones too: keyed as protected,
+    # its seq puts it above them, and a ``drop_lowest`` that keeps one item keeps it.
+    newest = max((e.seq for e in entries), default=None)
     return [Item(e.item_id, section, part, "chat", e.text, ctx.counter.count(e.text),
-                 e.seq + (PROTECTED if e.protected else 0.0), "order", ctx.project_id)
+                 e.seq + (PROTECTED if e.protected or e.seq == newest else 0.0), "order", ctx.project_id)
             for e in entries]
 
 
