@@ -23,7 +23,7 @@ KEYFRAME_CHARS = 1200  # a keyframe's summary, at most
 KEYFRAME_TOKENS = 400
 EXTRACTION_TOKENS = 800
 MAX_EXTRACTED = 20
-_FENCE = re.compile(r"^```(?:json)?\s*\n(?P<body>.*)\n```$", re.DOTALL)
+_FENCE = re.compile(r"^```(?:json)?[ \t]*\n(?P<body>.*)\n```$", re.DOTALL | re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[。！？!?])|(?<=\.)\s")
 
 

@@ -38,7 +38,8 @@ class ConversationOptions(_Model):
     rating_mpa: Annotated[str, StringConstraints(max_length=16)] | None = None
     scene: LongText = ""
     include_scene: bool | None = Field(default=None, description="default: whether a scene is given")
-    episodes: list[Episode | LongText] = Field(default_factory=list, max_length=32)
+    episodes: list[Episode | Annotated[LongText, StringConstraints(pattern=r"\S")]] = Field(
+        default_factory=list, max_length=32)
     perspective: LongText = Field(default="", description="style guidance; default: from the character")
     image_tokens: bool = False
     audio_tokens: bool = False

@@ -42,23 +42,27 @@ class Persona:
     description: str  # as written: the character the model plays knows their own secrets
     public: str  # without the lines the writer marked secret, for the other character's eyes
     traits: dict[str, str] = field(default_factory=dict)
+    prose: str = ""  # the unlabelled lines
 
     @property
     def light(self) -> str:
-        """The description's first sentence."""
-        found = _SENTENCE.match(self.public.strip())
-        return (found.group(0) if found else self.public).strip()
+        """The first sentence of the description's prose (its labelled lines aside)."""
+        found = _SENTENCE.match(self.prose.strip())
+        return (found.group(0) if found else self.prose).strip()
 
 
 def persona(name: str, description: str) -> Persona:
     """The persona of an entity named ``name`` with ``description``."""
     traits: dict[str, str] = {}
     public: list[str] = []
+    prose: list[str] = []
     for line in description.splitlines():
         found = _LABELLED.match(line)
         key = _LABELS.get(found.group("label").strip().lower()) if found else None
         if found and key:
             traits.setdefault(key, found.group("value"))
+        elif line.strip():
+            prose.append(line.strip())
         if line.strip() and key != "secret":
             public.append(line.strip())
     parts = name.split()
@@ -67,7 +71,7 @@ def persona(name: str, description: str) -> Persona:
     others = [part for part in parts if part != first] if latin else []
     last = traits.pop("last", "") or (others[-1] if others else "")
     return Persona(full_name=name, first_name=first, last_name=last, description=description.strip(),
-                   public="\n".join(public), traits=traits)
+                   public="\n".join(public), traits=traits, prose="\n".join(prose))
 
 
 def dynamic(p: Persona, language: str) -> str:

@@ -207,7 +207,8 @@ class CharacterChat:
                                     min_similarity=options.min_similarity))
         published = {**persona.values(sys_p, "system", language), **persona.values(user_p, "user", language),
                      "perspective.dynamic": persona.dynamic(sys_p, language),
-                     "perspective.casual": persona.casual(sys_p, language)}
+                     # A writer's own style guidance stands for both the narrative and the texting one.
+                     "perspective.casual": options.perspective or persona.casual(sys_p, language)}
         memory_values = memory.variables()
         has_memories = memory_values.pop("hasMemories")
         published.update(memory_values)

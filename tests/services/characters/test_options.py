@@ -135,7 +135,8 @@ def test_options_are_frozen() -> None:
 
 
 @given(rating=st.sampled_from(["E", "T", "M", "AO", "RC"]), scene=st.text(max_size=40),
-       include=st.none() | st.booleans(), episodes=st.lists(st.text(max_size=20), max_size=3),
+       include=st.none() | st.booleans(),
+       episodes=st.lists(st.text(min_size=1, max_size=20).filter(str.strip), max_size=3),
        image=st.booleans(), audio=st.booleans(), language=st.sampled_from(["en", "zh", "fr"]))
 def test_flags_follow_the_options(rating: str, scene: str, include: bool | None, episodes: list[str],
                                   image: bool, audio: bool, language: str) -> None:
