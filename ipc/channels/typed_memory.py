@@ -67,8 +67,8 @@ class AddParams(ProjectScoped):
     summary: Summary
     content: Content = ""
     source: Source = "user"
-    system_character_id: RowId
-    user_character_id: RowId
+    system_character_id: RowId | None = Field(default=None, description="default: the conversation's")
+    user_character_id: RowId | None = Field(default=None, description="default: the conversation's")
     scope: Scope = "pair"
     conversation_id: ConversationId | None = None
     message_id: RowId | None = None
@@ -139,7 +139,16 @@ def register_typed_memory(registry: Registry, memories: TypedMemoryStore, charac
                              "exchange scope).",
                      errors=(ProjectNotFound, CharacterNotFound, ConversationNotFound, InvalidParams))
     async def add(params: AddParams, ctx: CallContext) -> TypedMemory:
-        draft = checked_draft(params.model_dump(exclude={"project_id"}))  # cross-field rules first
+        raw = params.model_dump(exclude={"project_id"})
+        if params.system_character_id is None or params.user_character_id is None:
+            if params.conversation_id is None:
+                raise InvalidParams("systemCharacterId and userCharacterId, or a conversationId, are "
+                                    "required", missing=["systemCharacterId", "userCharacterId"])
+            # A memory of a conversation is of its pair: the ids may be left out.
+            system_id, user_id = await conversation_pair(params.project_id, params.conversation_id)
+            raw["system_character_id"] = params.system_character_id or system_id
+            raw["user_character_id"] = params.user_character_id or user_id
+        draft = checked_draft(raw)  # cross-field rules first
         await check_pair(params.project_id, draft.system_character_id, draft.user_character_id,
                          draft.conversation_id)
         return _wire(TypedMemory, await memories.add(params.project_id, draft))

@@ -201,3 +201,17 @@ async def test_openrpc_describes_the_methods(typed_registry: Registry) -> None:
     assert declared["memory:typed:add"] == {"PROJECT_NOT_FOUND", "CHARACTER_NOT_FOUND",
                                             "CONVERSATION_NOT_FOUND", "INVALID_PARAMS"}
     assert declared["memory:typed:delete"] == {"PROJECT_NOT_FOUND", "MEMORY_NOT_FOUND"}
+
+
+async def test_a_conversations_memory_takes_its_pair_when_the_ids_are_left_out(rpc: Rpc, typed: Rpc,
+                                                                              project_id: str) -> None:
+    """memory:typed:add with a conversationId and no character ids is a memory of that
+    conversation's pair; with neither, INVALID_PARAMS names what is missing."""
+    ann, bo = await _pair(rpc, project_id)
+    CONVERSATIONS[(project_id, "c-pair")] = (bo, ann)
+    added = await typed.call("memory:typed:add", {"projectId": project_id, "memoryType": "FACT",
+                                                  "summary": "the bell", "conversationId": "c-pair"})
+    assert (added["systemCharacterId"], added["userCharacterId"]) == (bo, ann)
+    error = await typed.error("memory:typed:add", {"projectId": project_id, "memoryType": "FACT",
+                                                   "summary": "x"})
+    assert error["data"] == {"code": "INVALID_PARAMS", "missing": ["systemCharacterId", "userCharacterId"]}
