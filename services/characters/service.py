@@ -82,9 +82,11 @@ class _Pending:
     unread: list[str] = field(default_factory=list)
 
 
-def template_name(name: str) -> str:
-    """``"SMS Chat"`` -> ``"sms-chat"``: a template's display name as its profile's name."""
-    return "-".join(name.strip().lower().split())
+def template_names(name: str) -> list[str]:
+    """The profile names a template name may mean, in order: itself, then its display name as a
+    profile name (``"SMS Chat"`` and ``"sms_chat"`` -> ``"sms-chat"``)."""
+    spaced = "-".join(name.strip().lower().split())
+    return list(dict.fromkeys([name.strip(), spaced, spaced.replace("_", "-")]))
 
 
 class CharacterChat:
@@ -107,17 +109,22 @@ class CharacterChat:
     async def create(self, project_id: str, system_id: int, user_id: int, template: str,
                      options: ConversationOptions) -> Conversation:
         await self._characters(project_id, system_id, user_id)
-        name = template_name(template)
-        try:
-            await self._plans.plan(project_id, name)
-        except ProfileNotFound:
-            raise ProfileNotFound(f"No template named {template!r}", templateName=name) from None
+        name = await self._template(project_id, template)
         conversation = await self.conversations.create(
             project_id, system_character_id=system_id, user_character_id=user_id, template=name,
             options=options.model_dump(mode="json", by_alias=True))
         _log.info("characters.created", project_id=project_id, conversation=_tag(conversation.id),
                   template=name)
         return conversation
+
+    async def _template(self, project_id: str, template: str) -> str:
+        for name in template_names(template):
+            try:
+                await self._plans.plan(project_id, name)
+            except ProfileNotFound:
+                continue
+            return name
+        raise ProfileNotFound("No template (built-in or project profile) of this name")
 
     async def delete(self, conversation_id: str) -> Conversation:
         conversation = await self.conversations.locate(conversation_id)
