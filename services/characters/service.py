@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -45,6 +46,7 @@ HISTORY_FACTOR = 3  # history candidates: the newest messages up to this many ti
 RECENT_TURNS = 4  # the recent exchange memories are ranked against
 EVENTS_KEPT = 16
 MEMORY_SUMMARY_CHARS = 200
+MAX_TRACKED = 1000  # conversations whose background events are kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +104,9 @@ class CharacterChat:
         self._summarizer = summarizer
         self._completer = completer
         self._wait = wait
-        self._pending: dict[str, _Pending] = {}
+        # Per conversation: its running background work and what the latest of it did. Bounded: the
+        # conversations used longest ago, with nothing running, are forgotten first.
+        self._pending: OrderedDict[str, _Pending] = OrderedDict()
 
     # -- conversations
 
@@ -237,10 +241,20 @@ class CharacterChat:
     # -- background work
 
     def _spawn(self, conversation_id: str, work: Awaitable[None]) -> None:
-        pending = self._pending.setdefault(conversation_id, _Pending())
+        pending = self._entry(conversation_id)
         task = asyncio.ensure_future(work)
         pending.tasks.add(task)
         task.add_done_callback(pending.tasks.discard)
+
+    def _entry(self, conversation_id: str) -> _Pending:
+        pending = self._pending.get(conversation_id)
+        if pending is None:
+            pending = self._pending[conversation_id] = _Pending()
+            idle = [key for key, p in self._pending.items() if not p.tasks]
+            for key in idle[:max(0, len(self._pending) - MAX_TRACKED)]:
+                del self._pending[key]
+        self._pending.move_to_end(conversation_id)
+        return pending
 
     async def settled(self, conversation_id: str) -> None:
         await self._drain(conversation_id)
@@ -264,7 +278,7 @@ class CharacterChat:
             await asyncio.wait(tasks, timeout=5)
 
     def _record(self, conversation_id: str, event: Event) -> None:
-        pending = self._pending.setdefault(conversation_id, _Pending())
+        pending = self._entry(conversation_id)
         pending.events = [*pending.events, event][-EVENTS_KEPT:]
         pending.done[event.kind] = pending.done.get(event.kind, 0) + 1
         if event.warning:
