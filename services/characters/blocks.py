@@ -119,7 +119,7 @@ class Extracted(BaseModel):
     memoryType: Literal["NOTE", "FACT", "EVENT", "RELATIONSHIP", "PERSONALITY", "PREFERENCE", "RULE",
                         "OUTCOME"]
     importance: StrictInt = Field(ge=1, le=10)
-    summary: str = Field(min_length=1, max_length=2000)
+    summary: str = Field(min_length=1, max_length=2000, pattern=r"\S")
     content: str = Field(default="", max_length=16_000)
 
     @property

@@ -138,6 +138,7 @@ class MemoryQuery:
     limit: int = 50
     min_similarity: float = 0.2
     always_importance: int = 8  # at least this important: a candidate whatever its similarity
+    always_limit: int = 10  # how many of those, the most important and newest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,9 +435,11 @@ class TypedMemoryStore:
         """The pair's memories in scope (pair scope, plus the conversation's own when it is given),
         of ``types``, ranked by importance, recency, similarity and id, at most ``limit``.
 
-        With ``text``: the nearest ``2 * limit`` by vector that are at least ``min_similarity``
-        similar, plus every memory at least ``always_importance`` important. Without (or when the
-        vector store fails): by importance and recency alone.
+        With ``text``: the ``always_limit`` most important memories of at least
+        ``always_importance``, whatever their similarity, and the rest of ``limit`` from the nearest
+        by vector that are at least ``min_similarity`` similar (most similar first), so that what the
+        recent exchange is about gets in beside what matters most. Without (or when the vector store
+        fails): by importance and recency alone.
         """
         text = (query.text or "").strip()
         hits: dict[int, float] | None = None
@@ -547,9 +550,12 @@ class TypedMemoryStore:
                                                                 limit=limit)]
             similar = self._select(session, project_id, [*conditions, col(TypedMemoryRow.id).in_(list(hits))])
             important = self._select(session, project_id, [
-                *conditions, col(TypedMemoryRow.importance) >= query.always_importance], limit=limit)
+                *conditions, col(TypedMemoryRow.importance) >= query.always_importance],
+                limit=min(limit, max(query.always_limit, 0)))
         found = {m.id: Recalled(m, hits.get(m.id)) for m in important}
-        found.update((m.id, Recalled(m, hits[m.id])) for m in similar)
+        nearest = sorted((m for m in similar if m.id not in found), key=lambda m: (-hits[m.id], -m.id))
+        for m in nearest[:max(limit - len(found), 0)]:
+            found[m.id] = Recalled(m, hits[m.id])
         return list(found.values())
 
     def _delete_rows(self, project_id: str, *, memory_id: int | None = None,

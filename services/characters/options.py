@@ -8,6 +8,7 @@ answer names them, so a client that sends a whole configuration is not refused f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -60,20 +61,27 @@ class ConversationOptions(_Model):
             raise ValueError("outputReserve must be below tokenBudget")
         return self
 
-    def variables(self, language: str) -> dict[str, str]:
-        """The template variables these options set."""
+    def variables(self, language: str, call: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The template variables these options set, under ``call``'s own (one call's values): a
+        rating or a scene given for the call brings its MPA rating and shows the scene, unless the
+        call says otherwise."""
+        call = call or {}
         episode, rule = _episode(self.episodes[0], language) if self.episodes else ("", "")
-        include = self.include_scene if self.include_scene is not None else bool(self.scene.strip())
+        scene = call.get("scene", self.scene)
+        include = self.include_scene if self.include_scene is not None and "scene" not in call \
+            else bool(scene.strip())
+        rating = call.get("rating", self.rating)
+        mpa = self.rating_mpa if "rating" not in call else None
         values = {
-            "rating": self.rating, "ratingMpa": self.rating_mpa or MPA[self.rating],
-            "scene": self.scene, "includeScene": _flag(include and bool(self.scene.strip())),
+            "rating": self.rating, "ratingMpa": mpa or MPA.get(rating.strip().upper(), ""),
+            "scene": self.scene, "includeScene": _flag(include and bool(scene.strip())),
             "episode": episode, "episodeRule": rule, "hasEpisodes": _flag(bool(self.episodes)),
             "supportsMedia": _flag(self.image_tokens or self.audio_tokens),
             "tokenBudget": str(self.token_budget), "outputReserve": str(self.output_reserve),
         }
         if self.perspective.strip():
             values["perspective"] = self.perspective
-        return values
+        return {**values, **call}
 
 
 def ignored(raw: dict[str, Any]) -> list[str]:

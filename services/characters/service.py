@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import structlog
+from pydantic import ValidationError
 
 from services.assembly.service import AssembleRequest, ContextService, Outcome
 from services.characters import blocks, history, persona
 from services.characters.conversations import Conversation, ConversationStore, Role, StoredMessage
 from services.characters.display import display
-from services.characters.memories import MEMORY_TYPES, MemoryDraft, TypedMemoryStore
+from services.characters.memories import MEMORY_TYPES, MemoryDraft, TypedMemoryStore, checked_draft
 from services.characters.options import ConversationOptions
 from services.characters.recall import RecallSettings, Recollection, recall
 from services.context.models import Message
@@ -46,6 +47,8 @@ HISTORY_FACTOR = 3  # history candidates: the newest messages up to this many ti
 RECENT_TURNS = 4  # the recent exchange memories are ranked against
 EVENTS_KEPT = 16
 MEMORY_SUMMARY_CHARS = 200
+DROPPED = ("MEMORY_EXTRACTION_DROPPED: the answer was not a JSON array of memories ({reason}); "
+           "nothing stored")
 MAX_TRACKED = 1000  # conversations whose background events are kept
 
 
@@ -74,6 +77,14 @@ class Assembled:
     memory: Recollection
     history_candidates: int
     warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    turns: list[blocks.Turn]
+    stored: list[StoredMessage]  # every message read, keyframes included
+    said: list[StoredMessage]  # the window's messages
+    names: list[str]
 
 
 @dataclass
@@ -223,7 +234,7 @@ class CharacterChat:
         memory_values = memory.variables()
         has_memories = memory_values.pop("hasMemories")
         published.update(memory_values)
-        values = {**options.variables(language), **(variables or {})}
+        values = options.variables(language, variables or {})
         values.setdefault("perspective", published["perspective.dynamic"])
         values["hasMemories"] = has_memories
         request = AssembleRequest(project_id=project_id, document_id=f"conversation:{conversation_id}",
@@ -284,8 +295,8 @@ class CharacterChat:
         if event.warning:
             pending.unread.append(event.warning)
 
-    async def _turns(self, conv: Conversation, count: int) -> tuple[list[blocks.Turn], list[StoredMessage],
-                                                                    list[str]]:
+    async def _turns(self, conv: Conversation, count: int) -> _Window:
+        """The last ``count`` messages (keyframes aside) as a transcript, and what was read with them."""
         system, user = await self._characters(conv.project_id, conv.system_character_id,
                                               conv.user_character_id)
         names = [persona.persona(system.name, system.description).first_name,
@@ -295,11 +306,12 @@ class CharacterChat:
         said = [m for m in stored if m.kind == "message"][-count:]
         speaker = {"assistant": names[0], "user": names[1]}
         turns = [blocks.Turn(speaker.get(m.role, ""), display(m.content).content) for m in said]
-        return turns, stored, names
+        return _Window(turns, stored, said, names)
 
     async def _keyframe(self, conv: Conversation, options: ConversationOptions) -> None:
         try:
-            turns, stored, names = await self._turns(conv, options.keyframe_every)
+            window = await self._turns(conv, options.keyframe_every)
+            turns, stored, names = window.turns, window.stored, window.names
             language = await self._language(conv.project_id)
             previous = next((_keyframe_summary(m.content) for m in reversed(stored) if m.kind == "keyframe"),
                             None)
@@ -309,7 +321,7 @@ class CharacterChat:
             await self.conversations.add(conv.project_id, conv.id, role="system", kind="keyframe",
                                          content=blocks.keyframe_block(conv.id, summary.text, names))
             await self.conversations.prune_keyframes(conv.project_id, conv.id, keep=KEYFRAMES_KEPT)
-            important = sum(m.important for m in stored if m.kind == "message")
+            important = sum(m.important for m in window.said)
             await self.memories.add(conv.project_id, MemoryDraft(
                 memory_type="EVENT", importance=min(10, 5 + important),
                 summary=clip_sentences(summary.text, MEMORY_SUMMARY_CHARS), content=summary.text,
@@ -330,7 +342,8 @@ class CharacterChat:
 
     async def _extract(self, conv: Conversation, options: ConversationOptions) -> None:
         try:
-            turns, stored, _ = await self._turns(conv, options.memory_extraction_every * 2)
+            window = await self._turns(conv, options.memory_extraction_every * 2)
+            turns, stored = window.turns, window.stored
             language = await self._language(conv.project_id)
             try:
                 request = blocks.extraction_request(turns, MEMORY_TYPES, language)
@@ -344,17 +357,20 @@ class CharacterChat:
                 found = blocks.parse_memories(answer, blocks.Extracted)
             except blocks.Malformed as exc:
                 _log.warning("characters.extraction_dropped", conversation=_tag(conv.id), reason=exc.reason)
-                self._record(conv.id, Event("extraction", "dropped", 0,
-                                            f"MEMORY_EXTRACTION_DROPPED: the answer was not a JSON array of "
-                                            f"memories ({exc.reason}); nothing stored"))
+                self._record(conv.id, Event("extraction", "dropped", 0, DROPPED.format(reason=exc.reason)))
                 return
             last_user = next((m.id for m in reversed(stored) if m.role == "user" and m.kind == "message"),
                              None)
-            drafts = [MemoryDraft(memory_type=m.memory_type, importance=m.importance, summary=m.summary,
-                                  content=m.content, source="extraction",
-                                  system_character_id=conv.system_character_id,
-                                  user_character_id=conv.user_character_id, scope="pair",
-                                  conversation_id=conv.id, message_id=last_user) for m in found]
+            try:  # the store's own rules too: one entry it would refuse drops the answer whole
+                drafts = [checked_draft(MemoryDraft(
+                    memory_type=m.memory_type, importance=m.importance, summary=m.summary, content=m.content,
+                    source="extraction", system_character_id=conv.system_character_id,
+                    user_character_id=conv.user_character_id, scope="pair", conversation_id=conv.id,
+                    message_id=last_user)) for m in found]
+            except (ValidationError, InvalidInput):
+                dropped = DROPPED.format(reason="invalid_memory")
+                self._record(conv.id, Event("extraction", "dropped", 0, dropped))
+                return
             if drafts:
                 await self.memories.add_many(conv.project_id, drafts)
             self._record(conv.id, Event("extraction", "stored", len(drafts)))

@@ -215,6 +215,21 @@ async def test_min_similarity_with_important_memories_always_in(project: Project
     assert strict == []
 
 
+async def test_what_the_exchange_is_about_gets_in_beside_many_important_memories(
+        project: ProjectRecord, store: TypedMemoryStore) -> None:
+    """With more important memories than the limit holds, the ``always_limit`` most important come
+    whatever their similarity and the rest of the limit goes to the most similar: a minor memory
+    about what the exchange mentions is still recalled."""
+    await store.add_many(project.id, [draft(f"an oath sworn in winter number {n}", importance=9)
+                                      for n in range(30)])
+    await store.add(project.id, draft("dragons guard the northern pass", importance=3))
+    query = MemoryQuery(A, B, text="who guards the northern pass dragons", limit=12, always_limit=10)
+    found = await store.search(project.id, query)
+    assert len(found) == 11  # ten by importance, and the one similar enough
+    assert "dragons guard the northern pass" in summaries(found)
+    assert sum(r.similarity is None for r in found) <= 10
+
+
 async def test_ranking_and_filters(project: ProjectRecord, store: TypedMemoryStore) -> None:
     """Results rank by importance, then newest first, then similarity; types filter; limit cuts."""
     await store.add(project.id, draft("old important", importance=9))
