@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -260,6 +261,9 @@ async def serve(config: Config, announce: Announce) -> None:
         holder.append(server)
         services.retrieval.progress = partial(server.publish, "progress", "$/progress")
         port = await server.start(config.host, config.port)
+        # Everything made so far (imports, stores, the registry) lives as long as the process: keep
+        # it out of the collector's full passes, which otherwise stall a request for 50-80 ms.
+        gc.freeze()
         _log.info("main.ready", port=port, debug=config.debug, methods=len(registry),
                   tokenizer=services.tokenizer.info.source)
         announce(ready_message(config, port))
