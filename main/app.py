@@ -54,6 +54,7 @@ from services.profiles.plans import BuiltInPlans
 from services.profiles.service import ProfileService
 from services.projects import DocumentStore, ProjectService
 from services.projects.documents import MAX_DOCUMENT_BYTES
+from services.projects.roots import CheckedDocumentStore
 from services.retrieval import create_retrieval
 from services.retrieval.provider import RetrievalProvider
 from services.retrieval.service import Retrieval
@@ -123,7 +124,9 @@ def open_services(config: Config) -> Services:
         undo.callback(close_vector_store, vectors)
         tokenizer = resolve_tokenizer(config.tokenizer_encoding)
         # A document must fit in a frame both ways, with room for JSON escaping.
-        documents = DocumentStore(database, max_bytes=min(MAX_DOCUMENT_BYTES, config.max_frame_bytes // 2))
+        # Refuses a project registered at a place projects may no longer be (services/projects/roots.py).
+        documents = CheckedDocumentStore(database, config.folder_policy(),
+                                         max_bytes=min(MAX_DOCUMENT_BYTES, config.max_frame_bytes // 2))
         retrieval = create_retrieval(database, vectors, tokenizer, embedding=config.embedding,
                                      cache_dir=config.data_dir / "cache", roots=documents.root,
                                      debounce=config.index_debounce)
@@ -161,7 +164,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
         completions=completions,
     )
     database, documents, retrieval = services.database, services.documents, services.retrieval
-    projects = ProjectService(database, on_open=retrieval.project_opened)
+    projects = ProjectService(database, on_open=retrieval.project_opened, policy=config.folder_policy())
     constraints, kg = ConstraintService(database), KgService(database)
     semantic, episodic = SemanticMemoryService(database), EpisodicMemoryService(database)
     register_projects(registry, projects=projects, documents=documents)

@@ -7,7 +7,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import structlog
@@ -50,7 +50,27 @@ _FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
                               "help": "longest rolling summary, 400..600 characters (default 600)"}),
     ("--chat-idle-minutes", {"type": float, "help": "minutes after which an idle chat session is forgotten"}),
     ("--chat-max-sessions", {"type": int, "help": "chat sessions kept in memory at once (default 1000)"}),
+    ("--project-root", {"dest": "project_roots", "action": "append", "metavar": "PATH",
+                        "help": "only open projects inside this folder (repeatable; default: any folder "
+                                "that is not a system folder, another user's home or the data dir)"}),
 )
+
+ROOT_REFUSAL = (
+    "strata: refusing to run as root: the server reads, indexes and writes the folders its clients "
+    "open, and as root a mistake reaches the whole system. Run it as your own user, or pass "
+    "--allow-root (or set STRATA_ALLOW_ROOT=1) if you really mean to."
+)
+
+
+def effective_uid() -> int | None:
+    """The process's effective user id; None where there is none (Windows)."""
+    geteuid = getattr(os, "geteuid", None)
+    return int(geteuid()) if geteuid is not None else None
+
+
+def root_refusal(euid: int | None, allow_root: bool) -> str | None:
+    """What to say before exiting when running as root (``euid`` 0) without ``--allow-root``."""
+    return ROOT_REFUSAL if euid == 0 and not allow_root else None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -64,6 +84,8 @@ def parser() -> argparse.ArgumentParser:
                            help="enable context:inspect for the inspector token")
     serve_cmd.add_argument("--allow-file-origins", action="store_true", default=None,
                            help="also accept the file:// and null origins")
+    serve_cmd.add_argument("--allow-root", action="store_true", default=None,
+                           help="start even when running as root (refused otherwise)")
     return root
 
 
@@ -80,7 +102,7 @@ def _announcer(stream: TextIO) -> Any:
     return announce
 
 
-def run(argv: Sequence[str] | None = None) -> int:
+def run(argv: Sequence[str] | None = None, *, euid: Callable[[], int | None] = effective_uid) -> int:
     args = parser().parse_args(argv)
     try:
         config = config_from_args(args)
@@ -89,6 +111,11 @@ def run(argv: Sequence[str] | None = None) -> int:
             field = ".".join(str(p) for p in err["loc"])
             print(f"strata: invalid setting {field}: {err['msg']}", file=sys.stderr)
         return 2
+    uid = euid()
+    refusal = root_refusal(uid, config.allow_root)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return 1
     # stdout carries exactly one line, the ready message: keep a private handle
     # to it and send anything else a library might print there to stderr.
     ready_stream = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
@@ -98,6 +125,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         # Inside the try: an unusable data dir (no room for the log folder) is a
         # start-up failure with a message, not a traceback.
         configure_logging(config.log_level, config.log_path)
+        if uid == 0:
+            structlog.get_logger("main").warning("main.running_as_root")
         asyncio.run(serve(config, _announcer(ready_stream)))
     except DataDirLocked as exc:
         structlog.get_logger("main").error("main.failed", exc_type="DataDirLocked", holder=exc.holder)

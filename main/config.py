@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from services.projects.roots import FolderPolicy
 from services.retrieval.embedding_spec import DEFAULT_EMBEDDING, check_embedding
 
 
@@ -62,12 +63,36 @@ class Config(BaseSettings):
     chat_summary_chars: int = Field(default=600, ge=400, le=600)
     chat_idle_minutes: float = Field(default=30.0, gt=0, le=7 * 24 * 60)
     chat_max_sessions: int = Field(default=1000, ge=1, le=1_000_000)
+    # Where projects may be: when given, only inside one of these folders (docs/protocol.md).
+    project_roots: Annotated[tuple[Path, ...], NoDecode] = ()
+    # Start even as root (euid 0); refused otherwise, as Jupyter does.
+    allow_root: bool = False
 
     @field_validator("allowed_origins", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("project_roots", mode="before")
+    @classmethod
+    def _split_roots(cls, value: object) -> object:
+        if isinstance(value, str):  # STRATA_PROJECT_ROOTS: separated like PATH (":", or ";" on Windows)
+            return tuple(part for part in value.split(os.pathsep) if part.strip())
+        return value
+
+    @field_validator("project_roots")
+    @classmethod
+    def _usable_roots(cls, value: tuple[Path, ...], info: ValidationInfo) -> tuple[Path, ...]:
+        if not all(root.is_absolute() for root in value):
+            raise ValueError("each project root must be an absolute path")
+        data_dir = info.data.get("data_dir")
+        policy = FolderPolicy.for_this_machine(data_dir=data_dir)
+        for root in value:
+            reason = policy.root_problem(str(root))
+            if reason is not None:  # no project could ever open there
+                raise ValueError(f"a project root cannot be in a place projects are refused ({reason})")
         return value
 
     @field_validator("log_level")
@@ -107,6 +132,10 @@ class Config(BaseSettings):
         if hmac.compare_digest(self.token.encode(), self.inspector_token.encode()):
             raise ValueError("the inspector token must differ from the client token")
         return self
+
+    def folder_policy(self) -> FolderPolicy:
+        """Where projects may be on this machine, with this data dir and allow-list."""
+        return FolderPolicy.for_this_machine(data_dir=self.data_dir, allowed=self.project_roots)
 
     @property
     def resolved_database_url(self) -> str:

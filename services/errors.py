@@ -137,6 +137,17 @@ class ConstraintsLimit(StrataError):
     message = "The project has the maximum number of constraints"
 
 
+class ProjectPathForbidden(StrataError):
+    """data: ``reason``: ``root``, ``data_dir``, ``system``, ``other_user`` or ``not_allowed``.
+
+    The folder exists or not, it is refused the same way, and the path is never repeated.
+    """
+
+    code = -32017
+    data_code = "PROJECT_PATH_FORBIDDEN"
+    message = "This folder cannot be a project"
+
+
 # --- Context engine (-32020..-32039) -----------------------------------------
 
 

@@ -14,9 +14,10 @@ import structlog
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from services.errors import ProjectPathInvalid
+from services.errors import ProjectPathForbidden, ProjectPathInvalid
 from services.projects.inputs import validated
 from services.projects.records import ProjectRecord, SettingsRecord
+from services.projects.roots import FolderPolicy
 from services.projects.scope import require_project
 from services.projects.settings import MAX_PATH, SettingsPatch, compare_and_set, load_settings
 from services.store.database import Database
@@ -32,14 +33,23 @@ def project_id_for(real_path: str) -> str:
     return hashlib.sha256(os.fsencode(real_path)).hexdigest()[:16]
 
 
-def resolve_folder(path: str) -> str:
-    """The real path of an existing readable folder, or ProjectPathInvalid (path not echoed)."""
+def resolve_folder(path: str, policy: FolderPolicy | None = None) -> str:
+    """The real path of an existing readable folder, or ProjectPathInvalid (path not echoed).
+
+    A folder ``policy`` refuses is ProjectPathForbidden, whether it exists or not, so that
+    the error tells nothing about what is in places a project cannot be.
+    """
     if not path or len(path) > MAX_PATH or not os.path.isabs(path):
         raise ProjectPathInvalid()
     try:
         real = os.path.realpath(path)
-        usable = os.path.isdir(real) and os.access(real, os.R_OK | os.X_OK)
         os.fsencode(real)  # a path the file system cannot name (lone surrogates) is no folder
+    except (OSError, ValueError):
+        raise ProjectPathInvalid() from None
+    if policy is not None:
+        policy.check(path, real)
+    try:
+        usable = os.path.isdir(real) and os.access(real, os.R_OK | os.X_OK)
     except (OSError, ValueError):
         raise ProjectPathInvalid() from None
     if not usable:
@@ -58,9 +68,12 @@ _SETTINGS = "project_settings"  # the kept-reads table name of the settings
 class ProjectService:
     """Registers folders as projects and keeps their settings."""
 
-    def __init__(self, database: Database, on_open: Callable[[str, Path], None] | None = None) -> None:
+    def __init__(self, database: Database, on_open: Callable[[str, Path], None] | None = None,
+                 policy: FolderPolicy | None = None) -> None:
         self._db = database
         self.on_open = on_open  # told of every opened project (e.g. so retrieval indexes and watches it)
+        # Where a project may be; without one, this machine's rules with no data dir or allow-list.
+        self.policy = policy or FolderPolicy.for_this_machine()
 
     async def open(self, path: str, name: str | None = None) -> ProjectRecord:
         """Register the folder at ``path`` (or find it again); rename it if ``name`` is given."""
@@ -94,7 +107,11 @@ class ProjectService:
         return record
 
     def _open(self, path: str, name: str | None) -> ProjectRecord:
-        real = resolve_folder(path)
+        try:
+            real = resolve_folder(path, self.policy)
+        except ProjectPathForbidden as exc:
+            _log.info("project.open_refused", reason=exc.fields.get("reason"))
+            raise
         project_id = project_id_for(real)
         with self._db.session() as session:
             row = session.get(ProjectRow, project_id)

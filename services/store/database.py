@@ -39,10 +39,10 @@ def _create_tables(engine: Engine) -> None:
 # 1: strata_meta; 2: projects, settings, constraints, kg, memories, budget profiles;
 # 3: the retrieval index (state, documents, chunks); 4: per-project assembly profiles;
 # 5: prompt segments (the game-master profile's stored scopes); 6: character conversations, their
-# messages and typed memories.
+# messages and typed memories; 7: reading summaries.
 MIGRATIONS: dict[int, Callable[[Engine], None]] = {1: _create_tables, 2: _create_tables, 3: _create_tables,
                                                    4: _create_tables, 5: _create_tables,
-                                                   6: _create_tables}
+                                                   6: _create_tables, 7: _create_tables}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

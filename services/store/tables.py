@@ -244,3 +244,19 @@ class TypedMemoryRow(SQLModel, table=True):
     conversation_id: str | None = Field(default=None, index=True, max_length=32)
     message_id: int | None = Field(default=None)
     created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class ReadingSummaryRow(SQLModel, table=True):
+    """A summary of a unit of a project's book (seed 000): a paragraph (``p12.3``), a page
+    (``12``) or a chapter (``3``), as its canonical JSON rendering, with the content hash of the
+    unit it was made for (it is current while the unit's hash is the same)."""
+
+    __tablename__ = "reading_summary"
+    project_id: str = Field(primary_key=True, foreign_key="project.id", max_length=32)
+    level: str = Field(primary_key=True, max_length=16)  # paragraph | page | chapter
+    unit: str = Field(primary_key=True, max_length=32)
+    unit_hash: str = Field(max_length=64)
+    summary: str
+    tokens: int
+    source: str = Field(default="client", max_length=16)  # client (reading:summaries:put) | seam
+    updated_at: datetime = Field(default_factory=utcnow)

@@ -15,6 +15,7 @@ import pytest
 from main.cli import config_from_args, parser, run
 from main.config import StdinWatch
 from main.version import VERSION
+from tests.support.process import AS_ROOT
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,7 +30,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def test_serve_accepts_every_flag(tmp_path: Path) -> None:
-    """``serve`` parses each flag to its typed value; --allowed-origin repeats."""
+    """``serve`` parses each flag to its typed value; --allowed-origin and --project-root repeat."""
     args = parser().parse_args([
         "serve", "--data-dir", str(tmp_path), "--host", "::1", "--port", "8123",
         "--token", "t" * 16, "--inspector-token", "i" * 16,
@@ -41,7 +42,8 @@ def test_serve_accepts_every_flag(tmp_path: Path) -> None:
         "--max-in-flight", "8", "--max-connections", "4", "--shutdown-grace", "1.5",
         "--completion-timeout", "2.5", "--chat-summary-threshold", "20", "--chat-summary-chars", "450",
         "--chat-idle-minutes", "5", "--chat-max-sessions", "10",
-        "--debug", "--allow-file-origins",
+        "--project-root", "/srv/novels", "--project-root", "/mnt/drafts",
+        "--debug", "--allow-file-origins", "--allow-root",
     ])
     assert vars(args) == {
         "command": "serve", "data_dir": str(tmp_path), "host": "::1", "port": 8123,
@@ -53,6 +55,7 @@ def test_serve_accepts_every_flag(tmp_path: Path) -> None:
         "max_connections": 4, "shutdown_grace": 1.5, "debug": True, "allow_file_origins": True,
         "completion_timeout": 2.5, "chat_summary_threshold": 20, "chat_summary_chars": 450,
         "chat_idle_minutes": 5.0, "chat_max_sessions": 10,
+        "project_roots": ["/srv/novels", "/mnt/drafts"], "allow_root": True,
     }
 
 
@@ -151,7 +154,7 @@ def test_unusable_data_dir_fails_cleanly(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
     done = subprocess.run(
         [sys.executable, "-m", "main", "serve", "--data-dir", str(not_a_dir),
-         "--watch-stdin", "on"],
+         "--watch-stdin", "on", *AS_ROOT],
         cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
         timeout=60, check=False,
     )

@@ -28,7 +28,8 @@ def _error_locs(exc: pytest.ExceptionInfo[ValidationError]) -> list[tuple[str | 
 
 
 def test_defaults(clean_env: Path) -> None:
-    """With nothing set: loopback, a free port, no debug, info logs, data in XDG_DATA_HOME."""
+    """With nothing set: loopback, a free port, no debug, info logs, data in XDG_DATA_HOME, no
+    allow-list of project roots, and no running as root."""
     config = Config()
     assert config.model_dump(exclude={"token", "inspector_token"}) == {
         "data_dir": clean_env / "strata",
@@ -56,6 +57,8 @@ def test_defaults(clean_env: Path) -> None:
         "chat_summary_chars": 600,
         "chat_idle_minutes": 30.0,
         "chat_max_sessions": 1000,
+        "project_roots": (),
+        "allow_root": False,
     }
 
 

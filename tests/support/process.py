@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import IO, Any
 
 REPO = Path(__file__).resolve().parents[2]
+# The server refuses to run as root unless told to; CI and test machines often are root.
+AS_ROOT: tuple[str, ...] = ("--allow-root",) if getattr(os, "geteuid", lambda: -1)() == 0 else ()
 
 
 @dataclass
@@ -95,7 +97,7 @@ def start_server(data_dir: Path, *args: str, env: dict[str, str] | None = None,
     full_env = {**os.environ, **(env or {})}
     stderr_file = stderr_path.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "main", "serve", "--data-dir", str(data_dir), "--port", "0", *args],
+        [sys.executable, "-m", "main", "serve", "--data-dir", str(data_dir), "--port", "0", *AS_ROOT, *args],
         cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr_file, env=full_env,
     )
     stderr_file.close()

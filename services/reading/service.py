@@ -1,0 +1,96 @@
+"""The reading companion's operations on a project (seed 000): its layout, the summaries it lacks
+and the prompts for them, accepting a summary, and checking an answer's citations.
+
+The book is the project's documents in natural order of their ids, one chapter each, laid out
+afresh from their current text on every call (token counts are kept by the shared counter, so a
+repeat costs little); summaries are current while their unit's content hash is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from services.context.counting import CountCache
+from services.reading import citations, units
+from services.reading.layout import DEFAULT_PAGE_TOKENS, Book, lay_out, reading_order
+from services.reading.store import SummaryStore
+from services.reading.summary import Level, SummaryProblem, check, render
+
+_log = structlog.get_logger("reading")
+
+ListDocuments = Callable[[str], Awaitable[list[str]]]
+ReadDocument = Callable[[str, str], Awaitable[str]]
+Counter = Callable[[str], Awaitable[CountCache]]
+PageTokens = Callable[[str], Awaitable[int]]
+
+
+async def default_page_tokens(project_id: str) -> int:
+    return DEFAULT_PAGE_TOKENS
+
+
+class UnitNotFound(LookupError):
+    """No unit of this name at this level in the book as it is now."""
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    unit: units.Unit
+    tokens: int
+
+
+class ReadingService:
+    def __init__(self, *, documents: ListDocuments, read: ReadDocument, counter: Counter,
+                 summaries: SummaryStore, page_tokens: PageTokens = default_page_tokens) -> None:
+        self._documents = documents
+        self._read = read
+        self._counter = counter
+        self._summaries = summaries
+        self._page_tokens = page_tokens
+
+    async def book(self, project_id: str) -> Book:
+        ids = reading_order(await self._documents(project_id))
+        texts = [(document_id, await self._read(project_id, document_id)) for document_id in ids]
+        count = await self._counter(project_id)
+        size = await self._page_tokens(project_id)
+        return lay_out(texts, count.count, size)
+
+    async def layout(self, project_id: str) -> dict[str, Any]:
+        book = await self.book(project_id)
+        stored = await self._summaries.all(project_id)
+        layout = book.layout()
+        current = {level: sum(units.is_current(u, stored[level]) for u in units.units(book, level))
+                   for level in ("paragraph", "page", "chapter")}
+        layout["summaries"] = current
+        return layout
+
+    async def pending(self, project_id: str, level: Level) -> units.Backlog:
+        book = await self.book(project_id)
+        return units.backlog(book, level, await self._summaries.all(project_id))
+
+    async def put(self, project_id: str, level: Level, name: str, summary: Any,
+                  source: str = "client") -> Accepted:
+        """Store ``summary`` for the unit if it validates, fits the level's limit and cites only the
+        unit's pages; else :class:`SummaryProblem` (or :class:`UnitNotFound`)."""
+        book = await self.book(project_id)
+        unit = units.find(book, level, name)
+        if unit is None:
+            raise UnitNotFound(name)
+        count = await self._counter(project_id)
+        checked = check(summary, level, unit.pages, count.count)
+        rendered = render(checked)
+        tokens = count.count(rendered)
+        await self._summaries.put(project_id, unit, rendered, tokens, source)
+        _log.info("reading.summary_stored", project_id=project_id, level=level, pages=list(unit.pages),
+                  tokens=tokens, source=source)
+        return Accepted(unit, tokens)
+
+    @staticmethod
+    def validate(answer: str, start: int, end: int) -> citations.Validation:
+        return citations.validate(answer, start, end)
+
+
+__all__ = ["Accepted", "ReadingService", "SummaryProblem", "UnitNotFound"]
