@@ -1,7 +1,9 @@
 """Run one validated call against the registry and produce its reply text.
 
-Parameter binding and validation use the method's pydantic model; every
-failure becomes a wire error. An error of the hierarchy (``StrataError``,
+Parameter binding and validation use the method's pydantic model, strictly
+and on the JSON as sent (see :func:`bind_params`: no coercion, wire names
+only, no lone surrogate in any string or key); every failure becomes a wire
+error. An error of the hierarchy (``StrataError``,
 raised by a service or by the protocol) goes out as it is: its class carries
 its number, ``data.code``, message and fields. Anything else, and the bare
 base which names no condition, is logged with a fresh error id (exception
@@ -22,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from ipc.context import CallContext
 from ipc.errors import InternalError, InvalidParams, MethodNotFound, StrataError
-from ipc.protocol import Call, error_reply, success_reply
+from ipc.protocol import Call, NotText, error_reply, success_reply, utf8_json
 from ipc.registry import Method, Registry
 
 _MAX_LOC_PART = 64
@@ -30,7 +32,16 @@ _MAX_REPORTED_ERRORS = 20
 
 
 def bind_params(method: Method, params: dict[str, Any] | list[Any] | None) -> BaseModel:
-    """Validate by-name or by-position params into the method's model."""
+    """Validate by-name or by-position params into the method's model, strictly, as the JSON they were.
+
+    One rule for every method, before its model sees anything: a string or an
+    object key holding a lone surrogate is INVALID_PARAMS naming where it is
+    (``string_unicode``). Then the params are validated as JSON in pydantic's
+    strict mode, by wire name only: no number from a string, no integer from
+    ``true`` or ``2.0``, no snake_case name; enums, datetimes and arrays for
+    tuples are read from their JSON forms, and a field's own validator (a
+    priority's "low"/"medium"/"high") still runs first.
+    """
     if params is None:
         params = {}
     elif isinstance(params, list):
@@ -41,15 +52,30 @@ def bind_params(method: Method, params: dict[str, Any] | list[Any] | None) -> Ba
             )
         params = dict(zip(names, params, strict=False))
     try:
-        return method.params.model_validate(params)
+        data = utf8_json(params)
+    except NotText as exc:
+        raise InvalidParams(errors=[_not_text(place) for place in exc.places]) from None
+    except RecursionError:
+        raise InvalidParams(errors=[_too_deep()]) from None
+    try:
+        return method.params.model_validate_json(data, strict=True, by_alias=True, by_name=False)
     except ValidationError as exc:
         raise InvalidParams(errors=describe_validation(exc)) from None
+
+
+def _too_deep() -> dict[str, Any]:
+    return {"loc": [], "type": "too_deep", "msg": "params are nested too deeply"}
+
+
+def _not_text(place: list[str]) -> dict[str, Any]:
+    return {"loc": [part[:_MAX_LOC_PART] for part in place], "type": "string_unicode",
+            "msg": "must be valid Unicode text (no lone surrogates)"}
 
 
 def describe_validation(exc: ValidationError) -> list[dict[str, Any]]:
     """Location, type and message of each problem; never the offending input."""
     return [
-        {
+        _too_deep() if err["type"] == "json_invalid" else {  # only the parser's depth limit: the JSON is ours
             "loc": [str(part)[:_MAX_LOC_PART] for part in err["loc"]],
             "type": err["type"],
             "msg": err["msg"],

@@ -1,4 +1,10 @@
-"""Base of every wire model: camelCase on the wire, unknown fields refused."""
+"""Base of every wire model: camelCase on the wire, unknown fields refused.
+
+``populate_by_name`` lets Python build results by field name. Incoming params
+never use it: the dispatcher validates them as JSON, strictly and by wire
+(camelCase) name only (``ipc.dispatch.bind_params``), so ``project_id``,
+``"3"`` for an integer or ``true`` for a number are refused.
+"""
 
 from __future__ import annotations
 

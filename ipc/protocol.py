@@ -3,9 +3,11 @@
 A text frame holds one message: a request object or a batch array. This
 module turns a frame into validated :class:`Call` objects or ready-made
 error replies, and turns replies back into text. It is strict where the
-specification is: standard JSON only (no ``NaN``/``Infinity``), ``jsonrpc``
-must be exactly ``"2.0"``, ids are strings, numbers or null (never booleans),
-and an invalid entry of a batch gets its own error without spoiling the rest.
+specification is: standard JSON only (no ``NaN``/``Infinity``, no object
+naming a member twice), ``jsonrpc`` must be exactly ``"2.0"``, ids are null,
+strings of text up to 256 characters or numbers within +-(2^53-1) (never
+booleans), and an invalid entry of a batch gets its own error without
+spoiling the rest.
 
 A client also answers the server's own requests (server-to-client calls such
 as ``llm:complete``): an entry with no ``"method"``, ``"jsonrpc": "2.0"``, a
@@ -22,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ipc.errors import BatchTooLarge, InvalidRequest, ParseError, RpcError
+from ipc.errors import BatchTooLarge, InvalidParams, InvalidRequest, ParseError, RpcError
 
 JSONRPC = "2.0"
 
@@ -78,16 +80,34 @@ def _finite_float(text: str) -> float:
     return value
 
 
+class DuplicateKey(ValueError):
+    """An object names one member twice: which one was meant cannot be known."""
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):  # "a" and "\\u0061" are one name: compared after unescaping
+        raise DuplicateKey()
+    return obj
+
+
 # Built once: json.loads/dumps with keyword arguments build a new coder per call.
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float,
+                            object_pairs_hook=_unique_members)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
 def loads_strict(text: str) -> Any:
-    """Parse standard JSON; anything else raises :class:`ParseError`."""
+    """Parse standard JSON; anything else raises :class:`ParseError`.
+
+    An object that repeats a member name (even spelt differently, ``"a"`` and
+    ``"\\u0061"``) is a parse error too, never last-wins: the frame is refused whole.
+    """
     try:
         return _DECODER.decode(text)
+    except DuplicateKey as exc:
+        raise ParseError("Parse error: duplicate key in an object") from exc
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise ParseError() from exc
 
@@ -125,12 +145,83 @@ def batch_reply(parts: list[str]) -> str | None:
     return "[" + ",".join(parts) + "]" if parts else None
 
 
-def _valid_id(value: Any) -> bool:
-    if value is None or isinstance(value, str):
+# Request ids: integers a JavaScript client holds exactly, and short strings of text.
+MAX_ID_MAGNITUDE = 2**53 - 1  # Number.MAX_SAFE_INTEGER
+MAX_ID_CHARS = 256
+KEY = "[key]"  # in a loc, after an object's path: one of that object's keys (never shown itself)
+
+
+def is_text(value: str) -> bool:
+    """Whether ``value`` is Unicode text: no lone surrogate (a JSON ``\\ud800`` escape can make one)."""
+    if value.isascii():
         return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, int) and not isinstance(value, bool)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_BAD_KEY: Any = object()  # stands in, during the walk below, for a key that is not text
+
+
+def lone_surrogates(value: Any, limit: int = 20) -> list[list[str]]:
+    """Where ``value`` holds a string or an object key with a lone surrogate, in document order.
+
+    A place is the path of keys and list indexes down to the string; a bad key is
+    its object's path followed by :data:`KEY`. At most ``limit`` places. Iterative:
+    parsed JSON may be nested as deep as the parser allows.
+    """
+    found: list[list[str]] = []
+    pending: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
+    while pending and len(found) < limit:
+        item, path = pending.pop()
+        if item is _BAD_KEY or (isinstance(item, str) and not is_text(item)):
+            found.append(list(path))
+        elif isinstance(item, dict):
+            pending.extend(reversed([(child, (*path, key)) if is_text(key) else (_BAD_KEY, (*path, KEY))
+                                     for key, child in item.items()]))
+        elif isinstance(item, list):
+            pending.extend(reversed([(child, (*path, str(i))) for i, child in enumerate(item)]))
+    return found
+
+
+class NotText(ValueError):
+    """Params holding a lone surrogate; ``places`` as :func:`lone_surrogates` gives them."""
+
+    def __init__(self, places: list[list[str]]) -> None:
+        super().__init__("lone surrogates")
+        self.places = places
+
+
+def utf8_json(value: Any) -> bytes:
+    """``value`` (parsed JSON) as compact UTF-8 JSON, to be validated as the JSON it came as.
+
+    Raises :class:`NotText` if a string or key holds a lone surrogate (one pass in C
+    finds out; only then is ``value`` walked for the places), RecursionError if it
+    is nested too deep to encode here.
+    """
+    text = _ENCODER.encode(value)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise NotText(lone_surrogates(value)) from None
+
+
+def _valid_id(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return len(value) <= MAX_ID_CHARS and is_text(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return -MAX_ID_MAGNITUDE <= value <= MAX_ID_MAGNITUDE  # an int of 4,000 digits too; never inf or NaN
+
+
+_ID_RULE = (f"Invalid Request: id must be null, a string of up to {MAX_ID_CHARS} characters of text "
+            f"or a number within +-{MAX_ID_MAGNITUDE}")
+_NOT_TEXT_ANSWER = {"code": InvalidParams.code, "message": "the answer holds a lone surrogate",
+                    "data": {"code": InvalidParams.data_code}}
 
 
 def _reply_id(id_: Any) -> Any:
@@ -147,6 +238,8 @@ def _as_response(obj: dict[str, Any]) -> Response | None:
     if "error" in obj:
         error = obj["error"]
         return Response(id=id_, error=error) if isinstance(error, dict) else None
+    if lone_surrogates(obj["result"], limit=1):  # text is text in answers too: taken as an error answer
+        return Response(id=id_, error=dict(_NOT_TEXT_ANSWER))
     return Response(id=id_, result=obj["result"])
 
 
@@ -159,7 +252,7 @@ def validate_entry(obj: Any) -> Entry:
         return response
     id_ = obj.get("id", NO_ID)
     if id_ is not NO_ID and not _valid_id(id_):
-        return error_reply(None, InvalidRequest("Invalid Request: id must be a string, number or null"))
+        return error_reply(None, InvalidRequest(_ID_RULE))
     if obj.get("jsonrpc") != JSONRPC:
         return error_reply(id_, InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"'))
     method = obj.get("method")

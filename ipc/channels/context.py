@@ -329,10 +329,13 @@ def register_context(registry: Registry, service: ContextService, profiles: Budg
         return _profile_wire(params.project_id, updated)
 
     @registry.method("debug:faults:set", params=FaultsParams, result=FaultsResult,
-                     summary="Switch on injected faults for degradation tests (debug mode only).",
-                     errors=(Forbidden,))
+                     summary="Switch on injected faults for degradation tests (debug mode, inspector token "
+                             "only).",
+                     errors=(Forbidden, InspectForbidden))
     async def faults_set(params: FaultsParams, ctx: CallContext) -> FaultsResult:
         if not ctx.debug:
             raise Forbidden("debug:faults:set is only available in debug mode")
+        if not ctx.is_inspector:  # faults are global: a renderer could switch every client's sources off
+            raise InspectForbidden("debug:faults:set needs debug mode and the inspector token")
         service.faults.set(frozenset(params.faults))
         return FaultsResult(faults=sorted(service.faults.active))

@@ -108,10 +108,14 @@ async def test_binary_frame_is_refused_politely(client: RpcClient) -> None:
     assert (await client.call("test:echo", {"text": "ok"})) == {"text": "ok"}
 
 
-async def test_lone_surrogates_round_trip(client: RpcClient) -> None:
-    """A lone surrogate in a string is echoed back as a JSON escape, not a broken frame."""
+async def test_lone_surrogates_are_refused_not_echoed(client: RpcClient) -> None:
+    """A lone surrogate in a string is not text: INVALID_PARAMS naming the field (text is text at
+    the wire, docs/protocol.md), never echoed; the reply is a valid frame and the connection goes on."""
     await client.send_raw('{"jsonrpc":"2.0","method":"test:echo","params":{"text":"a\\ud800b"},"id":5}')
     reply = await client.next_unmatched()
-    assert reply == {"jsonrpc": "2.0", "result": {"text": "a\ud800b"}, "id": 5}
-    assert (await client.call("test:echo", {"text": "林"})) == {"text": "林"}
+    assert reply == {"jsonrpc": "2.0", "id": 5, "error": {
+        "code": -32602, "message": "Invalid params", "data": {"code": "INVALID_PARAMS", "errors": [
+            {"loc": ["text"], "type": "string_unicode",
+             "msg": "must be valid Unicode text (no lone surrogates)"}]}}}
+    assert (await client.call("test:echo", {"text": "林\x00\u202e"})) == {"text": "林\x00\u202e"}
 

@@ -13,6 +13,9 @@ notification): a result that fits the method's result schema, or an error
 whose (code, data.code) is one of ``ipc.errors``; no error carries a
 traceback, a path of this machine or the text that was sent; a second
 connection's ``system:info`` keeps answering; the server process lives on.
+Text fields get lone surrogates, NUL, bidi controls and combining marks
+spliced in: params holding a lone surrogate anywhere must be ``INVALID_PARAMS``
+(``string_unicode``), and an id out of bounds a -32600 answered with null.
 
 Fuzzed writes stay in a scratch project under pytest's tmp folder: every
 absolute path in fuzzed params is mapped into the scratch folder
@@ -250,8 +253,8 @@ def confine(value: Any, root: Path) -> Any:  # recursion: RecursionError on deep
     ``root``. Keys are left alone: no method takes a path as a key.
     """
     if isinstance(value, str):
-        if not os.path.isabs(value) or inside(value, root):
-            return value
+        if not os.path.isabs(value) or "\x00" in value or holds_lone_surrogate(value) or inside(value, root):
+            return value  # NUL or a lone surrogate names no file (os refuses either)
         try:
             moved = os.path.join(str(root), value.lstrip("/"))
             if inside(moved, root):
@@ -315,6 +318,37 @@ json_values = st.recursive(scalars, lambda children: st.lists(children, max_size
 junk = json_values | huge_strings | deep_nesting | raw_numbers
 
 
+# Put into any text field of a value that otherwise fits: lone surrogates (always INVALID_PARAMS),
+# NUL, bidi controls and combining marks (carried; never INTERNAL).
+TEXT_EDGES = ("\ud800", "\udbff", "\udc00", "\udfff", "\ud83d", "\x00", "\u202e", "\u2066", "\u200f",
+              "\u0301", "\u20dd", "e\u0301\u0308")
+
+
+def edged(text: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    """``text``, or one time in four that text with a :data:`TEXT_EDGES` character spliced in."""
+    spliced = st.tuples(text, st.sampled_from(TEXT_EDGES), st.integers(0, 40)).map(
+        lambda t: t[0][:t[2]] + t[1] + t[0][t[2]:])
+    return st.integers(0, 3).flatmap(lambda k: spliced if k == 0 else text)
+
+
+def holds_lone_surrogate(value: Any) -> bool:
+    """Whether a string or key anywhere in ``value`` (parsed JSON) holds a lone surrogate."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def bounded_id(value: Any) -> bool:
+    """docs/protocol.md: an id is null, text of up to 256 characters or a number within +-(2^53-1)."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return len(value) <= 256 and not holds_lone_surrogate(value)
+    return isinstance(value, int | float) and not isinstance(value, bool) and abs(value) <= 2**53 - 1
+
+
 def from_schema(schema: dict[str, Any], components: dict[str, Any], depth: int = 0) -> st.SearchStrategy[Any]:
     """Values that mostly fit ``schema`` (a small JSON Schema subset: what pydantic emits)."""
     if "$ref" in schema:
@@ -326,9 +360,9 @@ def from_schema(schema: dict[str, Any], components: dict[str, Any], depth: int =
     kind = schema.get("type")
     if kind == "string":
         if "pattern" in schema:
-            return st.from_regex(schema["pattern"], fullmatch=True)
+            return edged(st.from_regex(schema["pattern"], fullmatch=True))
         low = schema.get("minLength", 0)
-        return st.text(min_size=low, max_size=max(low, min(schema.get("maxLength", 40), 40)))
+        return edged(st.text(min_size=low, max_size=max(low, min(schema.get("maxLength", 40), 40))))
     if kind == "integer":
         low = schema.get("minimum", schema.get("exclusiveMinimum", -10**6 - 1) + 1)
         return st.integers(low, schema.get("maximum", low + 10**6))
@@ -415,7 +449,8 @@ def params_for(draw: st.DrawFn, method: str, fuzz: Fuzz) -> Any:
     return positional + [draw(junk)] * (count - len(positional))
 
 
-ids = st.integers(-2**63, 2**63) | st.text(max_size=20) | st.none() | st.just(1.5) | st.just(10**40)
+ids = st.integers(-2**63, 2**63) | st.text(max_size=20) | st.none() | st.just(1.5) | st.just(10**40) \
+    | st.sampled_from([2**53 - 1, 2**53, -(2**53), 10**4298, "x" * 256, "x" * 257, "a\ud800", 1e300])
 
 
 def frame_text(message: Any) -> str:
@@ -536,7 +571,7 @@ def method_property(fuzz: Fuzz, method: str) -> Callable[[], None]:
         note(f"{method}: {frame[:300]}")
         standard = is_standard_json(frame)
         connection = fuzz.inspector if inspector else fuzz.client
-        expected_id = request_id if standard else None
+        expected_id = request_id if standard and bounded_id(request_id) else None
         replies = fuzz.loop.run(connection.exchange(frame, expected_id,
                                                     replies=not (is_notification and standard)))
         if not standard:  # a parse error can only be answered with a null id
@@ -545,12 +580,23 @@ def method_property(fuzz: Fuzz, method: str) -> Callable[[], None]:
             assert (replies[0]["id"], replies[0]["error"]["code"]) == (None, -32700)
         elif is_notification:
             assert replies == [], f"a notification was answered: {str(replies)[:300]}"
+        elif not bounded_id(request_id):  # an id out of bounds: Invalid Request, answered with null
+            assert len(replies) == 1, str(replies)[:500]
+            check_response(replies[0], fuzz, params, None)
+            assert (replies[0]["id"], replies[0]["error"]["code"]) == (None, -32600)
         else:
             assert len(replies) == 1, str(replies)[:500]
             check_response(replies[0], fuzz, params, result_schema_of(fuzz, method))
             assert same_json(replies[0]["id"], request_id)
             reply = replies[0]
             fuzz.outcomes[method, reply["error"]["data"]["code"] if "error" in reply else "result"] += 1
+            # Text is text: a lone surrogate anywhere in params is refused by every method (a lone
+            # $/cancelRequest is answered by the session itself: its id can name no request anyway).
+            if method != "$/cancelRequest" and holds_lone_surrogate(json.loads(frame).get("params")):
+                error = reply.get("error", {})
+                assert error.get("data", {}).get("code") == "INVALID_PARAMS", str(reply)[:500]
+                assert all(e["type"] == "string_unicode" for e in error["data"].get("errors", [])), error
+                fuzz.outcomes[method, "lone surrogate refused"] += 1
         fuzz.bystander_answers()
 
     return fuzz_method
@@ -574,6 +620,8 @@ def test_every_method_answers_random_params_well_formed(fuzz: Fuzz) -> None:
     assert len({method for method, outcome in fuzz.outcomes if outcome == "result"}) >= 12
     assert {"PROJECT_NOT_FOUND", "RECORD_NOT_FOUND", "PROJECT_PATH_INVALID"} <= {
         outcome for _, outcome in fuzz.outcomes}
+    # Lone surrogates reached the text fields of many methods, and each was refused.
+    assert len({method for method, outcome in fuzz.outcomes if outcome == "lone surrogate refused"}) >= 12
 
 
 methods_in_frames = st.sampled_from(["system:info", "rpc.discover", "project:list", "constraints:list",
