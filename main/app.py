@@ -153,6 +153,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     registry = Registry()
     info = services.tokenizer.info
     completions = ClientCompletions(config.completion_timeout)
+    tokenizers = TokenizerRegistry(config.tokenizer_encoding)  # projects' own; system:info lists problems
     register_system(
         registry,
         name=NAME,
@@ -162,6 +163,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
                       max_batch=config.max_batch, max_connections=config.max_connections),
         connections=connections,
         completions=completions,
+        tokenizer_problems=tokenizers.problems,
     )
     database, documents, retrieval = services.database, services.documents, services.retrieval
     projects = ProjectService(database, on_open=retrieval.project_opened, policy=config.folder_policy())
@@ -192,7 +194,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
             RetrievalProvider(retrieval, services.tokenizer.info.encoding),
             SegmentsProvider(segments.active),
         ),
-        tokenizers=TokenizerRegistry(config.tokenizer_encoding),
+        tokenizers=tokenizers,
         plans=assembly_profiles,
     ), memos=services.memos)
     register_context(registry, context, profiles)

@@ -166,7 +166,7 @@ def register_documents(registry: Registry, documents: DocumentStore) -> None:
 
     @registry.method("document:write", params=WriteDocumentParams, result=DocumentWritten,
                      summary="Replace or create a document atomically, inside the project folder.",
-                     errors=DOCUMENT_ERRORS)
+                     errors=(*DOCUMENT_ERRORS, DocumentNotFound))  # a FIFO, socket or device has its id
     async def write_document(params: WriteDocumentParams, ctx: CallContext) -> DocumentWritten:
         info = await documents.write(params.project_id, params.document_id, params.text)
         return DocumentWritten(document=info)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field, RootModel
@@ -14,6 +15,7 @@ from ipc.models import Ack, NoParams, WireModel
 from ipc.openrpc import openrpc_document
 from ipc.registry import Registry
 from ipc.session import CANCEL_METHOD, CancelParams
+from services.tokenizer.registry import TokenizerProblem
 
 
 class TokenizerDescription(WireModel):
@@ -29,6 +31,16 @@ class Limits(WireModel):
     max_connections: int
 
 
+class TokenizerProblemReport(WireModel):
+    """A project whose ``tokenizerPath`` did not load when it last counted (never the path)."""
+
+    project_id: str
+    code: Literal["TOKENIZER_INVALID"]
+    reason: Literal["missing", "unreadable", "not_a_tokenizer"]
+    fallback_encoding: str
+    since: datetime
+
+
 class SystemInfo(WireModel):
     name: str
     version: str
@@ -37,6 +49,13 @@ class SystemInfo(WireModel):
     tokenizer: TokenizerDescription
     limits: Limits
     connections: int
+    tokenizer_problems: list[TokenizerProblemReport]
+
+
+def problem_reports(problems: Mapping[str, TokenizerProblem]) -> list[TokenizerProblemReport]:
+    return [TokenizerProblemReport(project_id=project_id, code="TOKENIZER_INVALID", reason=problem.reason,
+                                   fallback_encoding=problem.fallback_encoding, since=problem.since)
+            for project_id, problem in sorted(problems.items())]
 
 
 TOPICS = ("progress",)
@@ -72,17 +91,22 @@ def register_system(
     limits: Limits,
     connections: Callable[[], int],
     completions: ClientCompletions | None = None,
+    tokenizer_problems: Callable[[], Mapping[str, TokenizerProblem]] | None = None,
 ) -> None:
     """Add system:info, system:subscribe, system:capabilities, rpc.discover and $/cancelRequest
     to ``registry``. Without ``completions`` the server asks no client for completions, so
-    system:capabilities accepts none."""
+    system:capabilities accepts none. ``tokenizer_problems`` gives, by project id, the tokenizer
+    files that did not load (system:info's ``tokenizerProblems``)."""
     discovered: list[OpenRpcDocument] = []
 
     @registry.method("system:info", params=NoParams, result=SystemInfo,
-                     summary="Name, version, tokenizer, limits and mode of this server.")
+                     summary="Name, version, tokenizer, limits and mode of this server, and the "
+                             "projects whose tokenizer file did not load (tokenizerProblems).")
     async def system_info(params: NoParams, ctx: CallContext) -> SystemInfo:
+        problems = problem_reports(tokenizer_problems()) if tokenizer_problems is not None else []
         return SystemInfo(name=name, version=version, pid=os.getpid(), debug=ctx.debug,
-                          tokenizer=tokenizer, limits=limits, connections=connections())
+                          tokenizer=tokenizer, limits=limits, connections=connections(),
+                          tokenizer_problems=problems)
 
     @registry.method("rpc.discover", params=NoParams, result=OpenRpcDocument,
                      summary="The OpenRPC document of every method this server serves.")

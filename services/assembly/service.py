@@ -57,6 +57,14 @@ UNAVAILABLE = {
 }
 FALLBACK = {"zh": "分词器异常，已回退到默认预算与保守估算", "en": "tokenizer failed; default budget and a "
             "conservative estimate used"}
+TOKENIZER_INVALID = {
+    "zh": {"missing": "项目设置的分词器文件已不存在", "unreadable": "项目设置的分词器文件无法读取",
+           "not_a_tokenizer": "项目设置的分词器文件不是有效的 tokenizer.json"},
+    "en": {"missing": "the project's tokenizer file is gone", "unreadable": "the project's tokenizer file "
+           "cannot be read", "not_a_tokenizer": "the project's tokenizer file is not a valid tokenizer.json"},
+}
+TOKENIZER_INSTEAD = {"zh": "，已改用 {encoding} 计数", "en": "; counted with {encoding} instead"}
+MAX_COUNTERS = 16  # token count caches kept, one per tokenizer in use
 _COUNT_PIECE = 4096  # characters counted at a time when checking the input size
 # Assemblies of all documents doing work at once; the rest wait their turn, in order, before any of
 # their work (and any provider deadline) starts. The work is CPU-bound and mostly holds the GIL, so
@@ -159,14 +167,14 @@ class ContextService:
         system_prompt = ""
         if skill is not None:
             system_prompt = settings.skill_prompts.get(skill.id) or skill.prompt_for(language)
-        counter, warnings = self._counter(settings, system_prompt, language)
+        counter, fallback, warnings = self._counter(request.project_id, settings, system_prompt, language)
         profile = override or await self._c.profiles(request.project_id)
-        if warnings:
+        if fallback:
             profile = DEFAULT_PROFILE
         if isinstance(plan.context_window, int):  # the profile's own window, e.g. a game's token budget
             profile = replace(profile, context_window=plan.context_window,
                               output_reserve=int(plan.output_reserve))
-        elif not warnings and plan.name == DEFAULT_PROFILE_NAME:  # the project's table is novel's
+        elif not fallback and plan.name == DEFAULT_PROFILE_NAME:  # the project's table is novel's
             plan = plan.with_budgets(dict(zip(LAYER_ORDER, profile.ratios, strict=True)),
                                      dict(zip(LAYER_ORDER, profile.minimums, strict=True)))
         text = None
@@ -204,11 +212,19 @@ class ContextService:
         that size what they pass in (a character conversation's memory block)."""
         settings = await self._c.settings(project_id)
         language = settings.language if settings.language in UNAVAILABLE else "en"
-        return self._counter(settings, "", language)[0]
+        return self._counter(project_id, settings, "", language)[0]
 
-    def _counter(self, settings: SettingsLike, system_prompt: str,
-                 language: str) -> tuple[CountCache, tuple[str, ...]]:
-        tokenizer: Tokenizer = self._c.tokenizers.for_model(settings.model, settings.tokenizer_path)
+    def _counter(self, project_id: str, settings: SettingsLike, system_prompt: str,
+                 language: str) -> tuple[CountCache, bool, tuple[str, ...]]:
+        """(counter, whether it is the conservative fallback, warnings): a tokenizer file that does
+        not load is TOKENIZER_INVALID (the default encoding counts); a tokenizer that fails is
+        CONTEXT_BUDGET_FALLBACK (a conservative estimate counts, with the default budget)."""
+        tokenizers = self._c.tokenizers
+        tokenizer, problem = tokenizers.for_project(project_id, settings.model, settings.tokenizer_path)
+        warnings: tuple[str, ...] = ()
+        if problem is not None:
+            warnings = (f"{problem.code}: {TOKENIZER_INVALID[language][problem.reason]}"
+                        f"{TOKENIZER_INSTEAD[language].format(encoding=problem.fallback_encoding)}",)
         if Fault.TOKENIZER in self.faults:
             tokenizer = FailingTokenizer(tokenizer.info)  # type: ignore[assignment]
         counter = self._cached(tokenizer)
@@ -216,14 +232,18 @@ class ContextService:
             counter.count(system_prompt or "x")
         except Exception as exc:  # any tokenizer failure: fall back rather than fail the writer
             _log.warning("context.budget_fallback", exc_type=type(exc).__name__)
-            return self._cached(ConservativeEstimate()), (f"CONTEXT_BUDGET_FALLBACK: {FALLBACK[language]}",)
-        return counter, ()
+            return (self._cached(ConservativeEstimate()), True,
+                    (*warnings, f"CONTEXT_BUDGET_FALLBACK: {FALLBACK[language]}"))
+        return counter, False, warnings
 
     def _cached(self, tokenizer: Tokenizer) -> CountCache:
         if isinstance(tokenizer, FailingTokenizer | ConservativeEstimate):
             return CountCache(tokenizer)
         key = id(tokenizer)
         if key not in self._counters:
+            # A tokenizer file loaded again after it changed brings a new tokenizer: bounded.
+            while len(self._counters) >= MAX_COUNTERS:
+                del self._counters[next(iter(self._counters))]
             self._counters[key] = CountCache(tokenizer)
         return self._counters[key]
 

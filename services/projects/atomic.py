@@ -10,6 +10,7 @@ live process is still writing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -25,8 +26,17 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _writing: set[str] = set()  # names of the temp files this process is writing right now
 
 
+class NotARegularFile(OSError):
+    """The target is there but is not a regular file (a FIFO, socket, device or link): never replaced."""
+
+
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temp file beside ``path``, fsync it, rename it over ``path``, fsync the folder."""
+    """Write ``data`` to a temp file beside ``path``, fsync it, rename it over ``path``, fsync the folder.
+
+    Only a regular file (or nothing) at ``path`` is replaced: a folder is IsADirectoryError, and a
+    FIFO, socket, device or link is :class:`NotARegularFile`, checked without opening or following
+    it (opening a FIFO with no reader blocks), before writing and again just before the rename.
+    """
     name = f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(8)}{TEMP_SUFFIX}"
     temp = path.parent / name
     mode = existing_mode(path)
@@ -41,6 +51,7 @@ def atomic_write(path: Path, data: bytes) -> None:
                 if mode is not None and hasattr(os, "fchmod"):
                     os.fchmod(handle.fileno(), mode)  # keep an existing document's permissions
                 os.fsync(handle.fileno())
+            existing_mode(path)  # still nothing, or a regular file
             os.replace(temp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -52,11 +63,17 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def existing_mode(path: Path) -> int | None:
-    """Permission bits of the file at ``path``, or None when there is none yet."""
+    """Permission bits of the regular file at ``path``, or None when there is none yet; anything
+    else there is IsADirectoryError or :class:`NotARegularFile`. Looks without following a link."""
     try:
-        return stat.S_IMODE(os.stat(path).st_mode)
+        info = os.lstat(path)
     except FileNotFoundError:
         return None
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "a folder is in the way")
+    if not stat.S_ISREG(info.st_mode):
+        raise NotARegularFile(errno.EEXIST, "not a regular file")
+    return stat.S_IMODE(info.st_mode)
 
 
 def fsync_directory(directory: Path) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import errno
 import hashlib
 import os
 import stat
@@ -25,7 +26,7 @@ from pathlib import Path
 import structlog
 
 from services.errors import DocumentNotFound, ProjectPathInvalid, ProjectScopeViolation, StrataError
-from services.projects.atomic import atomic_write, is_temp_name, remove_stale_temps
+from services.projects.atomic import NotARegularFile, atomic_write, is_temp_name, remove_stale_temps
 from services.projects.document_ids import document_segments, is_document_name
 from services.projects.inputs import invalid
 from services.projects.records import DocumentInfo, DocumentListing
@@ -36,6 +37,9 @@ MAX_DOCUMENT_BYTES = 4 * 2**20  # a reply must fit the default 8 MiB frame with 
 MAX_LISTED_DOCUMENTS = 5000
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
     | getattr(os, "O_CLOEXEC", 0)
+
+# What a document id naming a FIFO, socket or device is told, by document:read and document:write.
+SPECIAL_FILE = "No document with this id in the project: it names a FIFO, socket or device, left as it is"
 
 _log = structlog.get_logger("documents")
 
@@ -73,6 +77,15 @@ def refuse_links(root: Path, parts: tuple[str, ...]) -> None:
         current = current / part
         if current.is_symlink():
             raise ProjectScopeViolation()
+
+
+def is_special(path: Path) -> bool:
+    """Whether something other than a regular file, folder or link is at ``path`` (not followed)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
 
 def describe(path: Path, document_id: str) -> DocumentInfo:
@@ -179,11 +192,17 @@ class DocumentStore:
         return found
 
     def _read_bytes(self, path: Path) -> bytes:
-        # O_NONBLOCK: a FIFO named like a document must not hang the thread in open().
+        if is_special(path):
+            raise DocumentNotFound(SPECIAL_FILE)
+        # O_NONBLOCK: a FIFO put there since must not hang the thread in open().
         try:
             fd = os.open(path, _READ_FLAGS)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise DocumentNotFound() from None
+        except OSError as exc:
+            if exc.errno in (errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP):  # a socket put there since
+                raise DocumentNotFound(SPECIAL_FILE) from None
+            raise
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise DocumentNotFound()  # a folder, FIFO or device named like a document
@@ -198,9 +217,13 @@ class DocumentStore:
         data = encode_text(text, self._max_bytes)
         root = self._root(project_id)
         path = resolve_document(root, document_id)
+        if is_special(path):  # refused as document:read refuses it, and never opened
+            raise DocumentNotFound(SPECIAL_FILE)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(resolve_document(root, document_id), data)
+        except NotARegularFile:  # put there since the check above
+            raise DocumentNotFound(SPECIAL_FILE) from None
         except (FileExistsError, NotADirectoryError, IsADirectoryError):
             raise invalid("document_id", "a file or folder is in the way") from None
         _log.info("document.written", project_id=project_id, document=document_ref(document_id),

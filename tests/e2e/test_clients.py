@@ -61,12 +61,16 @@ async def heavy_project(rpc: RpcClient, folder: Path, documents: int = 1) -> tup
     names = [f"长章{n}.md" for n in range(documents)]
     for name in names:
         await project.write(name, text)
-    # Indexing these chapters for retrieval takes seconds of CPU: let it finish, so that what is
-    # measured is assembly, not assembly racing the indexer for the two cores.
-    deadline = time.monotonic() + 180
-    while (await rpc.call("index:status", {"projectId": project.project_id}))["indexing"]:
-        assert time.monotonic() < deadline, "indexing did not settle"
+    # Indexing these chapters for retrieval takes seconds of CPU (minutes for eight on a busy
+    # machine): let it finish, so that what is measured is assembly, not assembly racing the
+    # indexer for the two cores. However long it takes: the test's pytest timeout bounds the wait.
+    started = time.monotonic()
+    while True:
+        status = await rpc.call("index:status", {"projectId": project.project_id})
+        if not status["indexing"]:
+            break
         await asyncio.sleep(0.2)
+    print(f"{documents} chapters, {status['chunks']} chunks indexed in {time.monotonic() - started:.0f} s")
     return project, names, len(text)
 
 
@@ -201,8 +205,9 @@ async def test_hundreds_of_connection_attempts_are_refused_fast_and_cost_others_
             await holder.close()
 
 
-# Indexing eight 64k-token chapters for retrieval comes first and takes tens of seconds.
-@pytest.mark.timeout(360)
+# Indexing eight 64k-token chapters for retrieval comes first: about 100 s on two cores, 253 to 361 s
+# measured beside two busy processes (docs/reliability.md). The wait for it has no bound of its own.
+@pytest.mark.timeout(1200)
 async def test_system_info_answers_within_milliseconds_while_heavy_assemblies_run(
         proc: ServerProcess, rpc: RpcClient, tmp_path: Path) -> None:
     """CPU-heavy assembly runs off the event loop: while 64 of the biggest assemblies are sent (8
