@@ -22,6 +22,7 @@ from ipc.channels.knowledge import register_knowledge
 from ipc.channels.memory import register_memory
 from ipc.channels.profiles import register_profiles
 from ipc.channels.projects import register_projects
+from ipc.channels.reading import register_reading
 from ipc.channels.retrieval import register_retrieval
 from ipc.channels.segments import register_segments
 from ipc.channels.system import Limits, TokenizerDescription, register_system
@@ -55,6 +56,8 @@ from services.profiles.service import ProfileService
 from services.projects import DocumentStore, ProjectService
 from services.projects.documents import MAX_DOCUMENT_BYTES
 from services.projects.roots import CheckedDocumentStore
+from services.reading.service import ReadingService
+from services.reading.store import SummaryStore
 from services.retrieval import create_retrieval
 from services.retrieval.provider import RetrievalProvider
 from services.retrieval.service import Retrieval
@@ -215,7 +218,14 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     services.stoppers.append(chat.aclose)
     register_chat(registry, chat)
     register_character_chat(registry, config, services, context, kg, projects, assembly_profiles, completions)
+    reading = ReadingService(documents=partial(_document_ids, documents), read=documents.read,
+                             counter=context.counter, summaries=SummaryStore(database))
+    register_reading(registry, reading)
     return registry
+
+
+async def _document_ids(documents: DocumentStore, project_id: str) -> list[str]:
+    return [d.document_id for d in (await documents.list(project_id)).documents]
 
 
 def register_character_chat(registry: Registry, config: Config, services: Services, context: ContextService,

@@ -22,6 +22,7 @@ later channels can add codes without renumbering (see docs/protocol.md):
 * -32060..-32069  segments
 * -32070..-32079  chat
 * -32080..-32089  character chat and typed memory
+* -32090..-32099  reading companion
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ CODE_BLOCKS: tuple[tuple[int, int, str], ...] = (
     (-32060, -32069, "segments"),
     (-32070, -32079, "chat"),
     (-32080, -32089, "character chat and typed memory"),
+    (-32090, -32099, "reading companion"),
 )
 
 
@@ -299,3 +301,36 @@ class ConversationFull(StrataError):
     code = -32083
     data_code = "CONVERSATION_FULL"
     message = "The conversation holds the most messages it may: start a new one"
+
+
+# --- Reading companion (-32090..-32099) ----------------------------------------
+
+
+class ReadingSummaryInvalid(StrataError):
+    """data: ``path`` (JSON pointer of the first problem) and ``reason``; never the value."""
+
+    code = -32090
+    data_code = "READING_SUMMARY_INVALID"
+    message = "The summary does not follow the summary schema"
+
+
+class ReadingSummaryTooLong(StrataError):
+    """data: ``path``, ``tokens`` and ``limit``."""
+
+    code = -32091
+    data_code = "READING_SUMMARY_TOO_LONG"
+    message = "The summary is over its level's token limit"
+
+
+class ReadingSpoiler(StrataError):
+    """data: ``path`` of the cited page, ``page`` and ``allowed`` ([first, last])."""
+
+    code = -32092
+    data_code = "READING_SPOILER"
+    message = "The summary cites a page outside the unit it summarises"
+
+
+class ReadingUnitNotFound(StrataError):
+    code = -32093
+    data_code = "READING_UNIT_NOT_FOUND"
+    message = "No paragraph, page or chapter of this name in the book as it is now"

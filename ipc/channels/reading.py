@@ -1,0 +1,155 @@
+"""reading:* methods: the reading companion's book, summaries and citation checks (seed 000), thin
+over :class:`ReadingService`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints
+
+from ipc.channels.projects import ProjectScoped
+from ipc.context import CallContext
+from ipc.models import WireModel
+from ipc.registry import Registry
+from services.errors import (
+    InvalidParams,
+    ProjectNotFound,
+    ReadingSpoiler,
+    ReadingSummaryInvalid,
+    ReadingSummaryTooLong,
+    ReadingUnitNotFound,
+    StrataError,
+)
+from services.reading.citations import Citation
+from services.reading.service import ReadingService, UnitNotFound
+from services.reading.summary import SummaryProblem
+
+Level = Literal["paragraph", "page", "chapter"]
+PageNumber = Annotated[int, Field(ge=1, le=99_999)]
+MAX_ANSWER = 65_536
+
+
+class LayoutResult(WireModel):
+    layout: dict[str, Any] = Field(description="pageTokens, pageCount, chapters with their pages, and how "
+                                               "many units of each level have a current summary")
+
+
+class PendingParams(ProjectScoped):
+    level: Level
+
+
+class PendingUnit(WireModel):
+    unit: str
+    pages: list[int] = Field(description="[first, last]")
+    hash: str
+    messages: list[dict[str, str]] = Field(description="the seed's template for this step: system, user")
+
+
+class PendingResult(WireModel):
+    level: Level
+    pending: list[PendingUnit]
+    waiting: int = Field(description="units that wait for the level below to be summarised first")
+    current: int
+
+
+class PutParams(ProjectScoped):
+    level: Level
+    unit: Annotated[str, StringConstraints(min_length=1, max_length=32)] | int
+    summary: dict[str, Any] | str = Field(description="the summary JSON, as an object or its text")
+
+
+class PutResult(WireModel):
+    level: Level
+    unit: str
+    pages: list[int]
+    tokens: int
+
+
+class ValidateParams(ProjectScoped):
+    start: PageNumber
+    end: PageNumber
+    answer: Annotated[str, StringConstraints(max_length=MAX_ANSWER)]
+
+
+class CitationWire(WireModel):
+    raw: str
+    pages: list[int]
+    start: int
+    end: int
+    problem: str | None
+
+
+class ClaimWire(WireModel):
+    text: str
+    pages: list[int]
+    citations: list[CitationWire]
+
+
+class ValidateResult(WireModel):
+    ok: bool
+    claims: list[ClaimWire]
+    outside: list[CitationWire] = Field(description="citations of pages outside start..end")
+    uncited: list[str] = Field(description="claims with no citation")
+    malformed: list[str]
+    restate: str | None = Field(description="when not ok: the prompt asking to restate within the window")
+
+
+def _citation(c: Citation) -> CitationWire:
+    return CitationWire(raw=c.raw, pages=list(c.pages), start=c.start_char, end=c.end_char, problem=c.problem)
+
+
+def _problem(problem: SummaryProblem) -> StrataError:
+    kinds: dict[str, type[StrataError]] = {"READING_SUMMARY_INVALID": ReadingSummaryInvalid,
+                                           "READING_SUMMARY_TOO_LONG": ReadingSummaryTooLong,
+                                           "READING_SPOILER": ReadingSpoiler}
+    return kinds[problem.code](path=problem.path, **problem.data)
+
+
+def register_reading(registry: Registry, reading: ReadingService) -> None:
+    @registry.method("reading:layout", params=ProjectScoped, result=LayoutResult,
+                     summary="The book: chapters (documents in natural order), their pages and each page's "
+                             "paragraph count.", errors=(ProjectNotFound,))
+    async def layout(params: ProjectScoped, ctx: CallContext) -> LayoutResult:
+        return LayoutResult(layout=await reading.layout(params.project_id))
+
+    @registry.method("reading:summaries:pending", params=PendingParams, result=PendingResult,
+                     summary="Every unit of a level without a current summary, with the seed's prompt "
+                             "for it.",
+                     errors=(ProjectNotFound, InvalidParams))
+    async def pending(params: PendingParams, ctx: CallContext) -> PendingResult:
+        backlog = await reading.pending(params.project_id, params.level)
+        ready = [PendingUnit(unit=p.unit.name, pages=list(p.unit.pages), hash=p.unit.hash,
+                             messages=[{"role": "system", "content": p.system},
+                                       {"role": "user", "content": p.user}])
+                 for p in backlog.ready]
+        return PendingResult(level=params.level, waiting=backlog.waiting, current=backlog.current,
+                             pending=ready)
+
+    @registry.method("reading:summaries:put", params=PutParams, result=PutResult,
+                     summary="Store a unit's summary if it validates, fits its level and cites only its "
+                             "pages.",
+                     errors=(ProjectNotFound, ReadingUnitNotFound, ReadingSummaryInvalid,
+                             ReadingSummaryTooLong, ReadingSpoiler, InvalidParams))
+    async def put(params: PutParams, ctx: CallContext) -> PutResult:
+        try:
+            accepted = await reading.put(params.project_id, params.level, str(params.unit), params.summary)
+        except UnitNotFound:
+            raise ReadingUnitNotFound() from None
+        except SummaryProblem as problem:
+            raise _problem(problem) from None
+        return PutResult(level=params.level, unit=accepted.unit.name, pages=list(accepted.unit.pages),
+                         tokens=accepted.tokens)
+
+    @registry.method("reading:validate", params=ValidateParams, result=ValidateResult,
+                     summary="Check an answer's citations against pages start..end.",
+                     errors=(ProjectNotFound, InvalidParams))
+    async def validate(params: ValidateParams, ctx: CallContext) -> ValidateResult:
+        if params.end < params.start:
+            raise InvalidParams("end must not be before start", field="end")
+        await reading.layout(params.project_id)  # the project must exist
+        checked = reading.validate(params.answer, params.start, params.end)
+        return ValidateResult(
+            ok=checked.ok, outside=[_citation(c) for c in checked.outside], uncited=list(checked.uncited),
+            malformed=list(checked.malformed), restate=checked.restate,
+            claims=[ClaimWire(text=c.text, pages=list(c.pages), citations=[_citation(x) for x in c.citations])
+                    for c in checked.claims])
