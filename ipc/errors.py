@@ -69,6 +69,7 @@ __all__ = [
     "RecordNotFound",
     "RecordVersionConflict",
     "RequestCancelled",
+    "ResultTooLarge",
     "RpcError",
     "ScopeViolation",
     "SegmentsCoreOverbudget",
@@ -141,6 +142,18 @@ class Forbidden(StrataError):
     code = -32002
     data_code = "RPC_FORBIDDEN"
     message = "This connection may not call this method"
+
+
+class ResultTooLarge(StrataError):
+    """A reply larger than one frame, or than the room left in its batch's frame; nothing of it was sent.
+
+    data: ``size``, the reply's UTF-8 bytes as built, and ``limit``, the frame
+    limit; in a batch also ``available``, the bytes that were left for it.
+    """
+
+    code = -32003
+    data_code = "RPC_RESULT_TOO_LARGE"
+    message = "The reply is larger than the frame limit and was not sent"
 
 
 def all_error_classes() -> list[type[StrataError]]:

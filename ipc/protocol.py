@@ -116,11 +116,26 @@ def dumps(obj: Any) -> str:
     """Compact JSON text; lone surrogates fall back to ASCII escapes."""
     text = _ENCODER.encode(obj)
     try:
-        text.encode("utf-8")
+        utf8_size(text)
     except UnicodeEncodeError:
         # A lone surrogate cannot be sent as UTF-8; \\uXXXX escapes can.
         text = _ASCII_ENCODER.encode(obj)
     return text
+
+
+_MEASURE_CHARS = 2**16
+
+
+def utf8_size(text: str) -> int:
+    """How many bytes ``text`` takes as UTF-8 (as a frame carries it), without a copy of it all.
+
+    ASCII text (every reply whose strings are ASCII or escaped) is its length, at
+    no cost; other text is encoded 64k characters at a time. Raises
+    UnicodeEncodeError for a lone surrogate, which no frame can carry.
+    """
+    if text.isascii():
+        return len(text)
+    return sum(len(text[i:i + _MEASURE_CHARS].encode("utf-8")) for i in range(0, len(text), _MEASURE_CHARS))
 
 
 _LAST_RESORT = ('{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error",'

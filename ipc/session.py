@@ -7,6 +7,18 @@ go out as each finishes. Every entry counts against ``max_in_flight`` until
 its reply is handed to the transport, so a client that stops reading ends up
 with its own requests refused rather than the server buffering for it.
 
+Every reply is measured before it leaves (UTF-8 bytes, as the frame carries
+it): one over ``max_reply_bytes`` (the server sets its frame limit there) is
+never sent; the call answers ``RPC_RESULT_TOO_LARGE`` with the size instead.
+A batch's replies are one frame, so they share that limit: each entry takes
+its room when it finishes, and one that no longer fits answers
+``RPC_RESULT_TOO_LARGE`` too (room for those errors is set aside when the
+batch arrives, so the frame never passes the limit). Before it runs a frame's
+calls the session awaits ``admit``: the server holds it there while this
+connection's unsent output, or the whole server's, is over its bound, so a
+client that does not read stops being read instead of having replies built
+for it.
+
 The server may ask the client too (:meth:`Session.request`, e.g.
 ``llm:complete``): the request goes out with a string id ``s<n>`` and the
 client's :class:`~ipc.protocol.Response` resolves it. Responses are taken
@@ -29,14 +41,31 @@ from pydantic import ValidationError
 
 from ipc.context import CallContext, Peer, Role
 from ipc.dispatch import Dispatcher
-from ipc.errors import InternalError, RequestCancelled, RpcError, ShuttingDown, TooManyRequests
+from ipc.errors import (
+    InternalError,
+    RequestCancelled,
+    ResultTooLarge,
+    RpcError,
+    ShuttingDown,
+    TooManyRequests,
+)
 from ipc.models import WireModel
 from ipc.outbound import ClientBusy, ClientClosed, ClientRequestError, ClientTimeout
-from ipc.protocol import Call, Response, batch_reply, dumps, error_reply, parse_frame, success_reply
+from ipc.protocol import (
+    Call,
+    Response,
+    batch_reply,
+    dumps,
+    error_reply,
+    parse_frame,
+    success_reply,
+    utf8_size,
+)
 
 CANCEL_METHOD = "$/cancelRequest"
 
 Send = Callable[[str], Awaitable[None]]
+Admit = Callable[[], Awaitable[None]]
 _T = TypeVar("_T")
 
 
@@ -51,6 +80,47 @@ class SessionLimits:
     max_in_flight: int = 64
     max_batch: int = 64
     max_outbound: int = 8  # server-to-client requests awaiting an answer
+    max_reply_bytes: int = 4 * 2**20  # one reply frame, UTF-8 bytes; the server sets its frame limit
+
+
+# A size no reply reaches, for the widest RPC_RESULT_TOO_LARGE error an entry could need.
+_WIDEST = 10**15
+
+
+class _BatchRoom:
+    """The room one batch's reply frame has left, taken by its entries as they finish.
+
+    Each entry that will answer has the bytes of its widest refusal (its
+    RPC_RESULT_TOO_LARGE error, and a comma) set aside up front, so whatever
+    happens the frame holds every entry's answer; a reply takes what it needs
+    beyond its reserve from what is free, or is refused.
+    """
+
+    def __init__(self, limit: int, entries: Sequence[Call | str]) -> None:
+        self.limit = limit
+        widest = ResultTooLarge(size=_WIDEST, limit=limit, available=_WIDEST)
+        self._widest = utf8_size(error_reply(None, widest)) - len("null")  # the id aside
+        self._reserved = {id(e): self._reserve(e) for e in entries}
+        self.free = limit - 2 - sum(self._reserved.values())  # 2: the brackets
+
+    def _reserve(self, entry: Call | str) -> int:
+        if isinstance(entry, str):
+            return utf8_size(entry) + 1
+        if entry.is_notification:
+            return 0
+        return self._widest + utf8_size(dumps(entry.id)) + 1
+
+    def fit(self, call: Call, reply: str) -> str:
+        """``reply`` if it fits, else its RPC_RESULT_TOO_LARGE error, which always does."""
+        reserved = self._reserved.get(id(call), 0)
+        size = utf8_size(reply)
+        if size + 1 - reserved <= self.free:
+            self.free -= size + 1 - reserved
+            return reply
+        available = max(self.free + reserved - 1, 0)
+        refusal = error_reply(call.id, ResultTooLarge(size=size, limit=self.limit, available=available))
+        self.free += reserved - utf8_size(refusal) - 1
+        return refusal
 
 
 def _id_key(request_id: Any) -> Hashable:
@@ -59,6 +129,10 @@ def _id_key(request_id: Any) -> Hashable:
 
 def _always_free() -> bool:
     return False
+
+
+async def _admit_at_once() -> None:
+    return None
 
 
 def _nothing() -> None:
@@ -87,11 +161,13 @@ class Session:
         debug: bool = False,
         limits: SessionLimits | None = None,
         congested: Callable[[], bool] = _always_free,
+        admit: Admit = _admit_at_once,
     ) -> None:
         self._dispatcher = dispatcher
         self._send = send
         self._limits = limits or SessionLimits()
         self._congested = congested
+        self._admit = admit
         self._debug = debug
         self._tasks: set[asyncio.Task[Any]] = set()
         self._by_id: dict[Hashable, set[asyncio.Task[Any]]] = {}
@@ -139,6 +215,8 @@ class Session:
             await self._emit([self._cancel_now(entries[0])])
             return
         calls = [e for e in entries if isinstance(e, Call)]
+        if calls:
+            await self._admit()  # the server holds the frame here while output waits
         refusal = self._refusal(len(calls))
         if refusal is not None:
             self._log.info("rpc.refused", code=refusal.data_code, entries=len(calls))
@@ -152,7 +230,8 @@ class Session:
         # Every task and request id is registered before this returns, so a cancel
         # in the very next frame always finds its request.
         if frame.is_batch:
-            pending = [self._track(self._call(e), e) if isinstance(e, Call) else e for e in entries]
+            room = _BatchRoom(self._limits.max_reply_bytes, entries)
+            pending = [self._track(self._call(e, room), e) if isinstance(e, Call) else e for e in entries]
             collector = self._track(self._run_batch(pending))
         else:
             collector = self._track(self._run_single(calls[0]), calls[0])
@@ -304,7 +383,7 @@ class Session:
         await self._send(dumps({"jsonrpc": "2.0", "method": method, "params": params}))
 
     async def _run_single(self, call: Call) -> None:
-        reply = await self._call(call)
+        reply = await self._call(call, None)
         if reply is not None:
             await self._send(reply)
 
@@ -319,6 +398,18 @@ class Session:
         replies = [p if isinstance(p, str) else _task_reply(p) for p in pending]
         await self._emit([batch_reply([r for r in replies if r is not None])])
 
+    def _bounded(self, reply: str, id_: Any = None) -> str:
+        """``reply`` if it is within ``max_reply_bytes``, else the RPC_RESULT_TOO_LARGE error
+        for ``id_`` (with a null id if even that would not fit)."""
+        limit = self._limits.max_reply_bytes
+        size = utf8_size(reply)
+        if size <= limit:
+            return reply
+        self._log.info("rpc.reply_too_large", bytes=size, limit=limit)
+        refusal = error_reply(id_, ResultTooLarge(size=size, limit=limit))
+        return refusal if utf8_size(refusal) <= limit else error_reply(None, ResultTooLarge(size=size,
+                                                                                           limit=limit))
+
     def _track(self, coro: Coroutine[Any, Any, _T], call: Call | None = None) -> asyncio.Task[_T]:
         """Run ``coro`` as a task that close() can cancel, and $/cancelRequest if it is a request."""
         task = asyncio.get_running_loop().create_task(coro)
@@ -330,7 +421,19 @@ class Session:
             task.add_done_callback(lambda t: self._forget(key, t))
         return task
 
-    async def _call(self, call: Call) -> str | None:
+    async def _call(self, call: Call, room: _BatchRoom | None) -> str | None:
+        """Run ``call``; its reply measured against the frame limit, or the room left in its batch."""
+        reply = await self._answer(call)
+        if reply is None:
+            return None
+        if room is None:
+            return self._bounded(reply, call.id)
+        fitted = room.fit(call, reply)
+        if fitted is not reply:
+            self._log.info("rpc.reply_too_large", bytes=utf8_size(reply), limit=room.limit, batch=True)
+        return fitted
+
+    async def _answer(self, call: Call) -> str | None:
         task = asyncio.current_task()
         assert task is not None
         if task in self._client_cancelled:  # cancelled before it started
@@ -359,7 +462,7 @@ class Session:
     async def _emit(self, replies: Sequence[str | Call | None]) -> None:
         for reply in replies:
             if isinstance(reply, str):
-                await self._send(reply)
+                await self._send(self._bounded(reply))
 
     def _acquire(self, count: int) -> None:
         self._in_flight += count

@@ -10,6 +10,9 @@ takes it from ``location.hash``, which browsers never send to the server) and
 opens its websocket with it. Every answer forbids caching and sniffing and
 carries a strict Content-Security-Policy: scripts, styles and images only from
 this origin, websockets only to loopback.
+
+Only ``GET`` and ``HEAD`` are answered (``HEAD``: the headers of ``GET``, no
+body); any other method is **405** with ``Allow: GET, HEAD``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from websockets.http11 import Response
 STATIC_ROOT = Path(__file__).resolve().parents[1] / "renderer-stub"
 
 INSPECTOR_PATH = "/inspector"
+ALLOWED_METHODS = ("GET", "HEAD")
 INSPECTOR_PREFIX = INSPECTOR_PATH + "/"
 
 CONTENT_SECURITY_POLICY = (
@@ -79,13 +83,24 @@ def _text(status: HTTPStatus, text: str, extra: tuple[tuple[str, str], ...] = ()
                     body)
 
 
-def inspector_response(path: str, root: Path = STATIC_ROOT) -> Response:
-    """The answer to ``GET path`` for a path where :func:`is_inspector_path` holds.
+def inspector_response(path: str, root: Path = STATIC_ROOT, method: str = "GET") -> Response:
+    """The answer to ``method path`` for a path where :func:`is_inspector_path` holds.
 
     ``/inspector`` redirects to ``/inspector/`` so that the page's relative
     imports resolve under the prefix (a browser keeps the ``#fragment``
     across the redirect). A query string is ignored; an unknown name is 404.
+    ``HEAD`` answers what ``GET`` would without the body; another method is 405.
     """
+    if method not in ALLOWED_METHODS:
+        return _text(HTTPStatus.METHOD_NOT_ALLOWED, "method not allowed\n",
+                     (("Allow", ", ".join(ALLOWED_METHODS)),))
+    response = _get(path, root)
+    if method == "HEAD":  # the same headers, Content-Length included; nothing after them
+        return Response(response.status_code, response.reason_phrase, response.headers, b"")
+    return response
+
+
+def _get(path: str, root: Path) -> Response:
     target = urlsplit(path).path
     if target == INSPECTOR_PATH:
         return _text(HTTPStatus.PERMANENT_REDIRECT, "see /inspector/\n",

@@ -157,8 +157,9 @@ async def test_repeated_headers_are_refused() -> None:
 
 
 async def test_reader_that_never_reads_is_dropped_and_shutdown_still_completes() -> None:
-    """A client whose unread replies pass the hard cap is cut off; shutdown never waits on it."""
-    limits = TransportLimits(write_buffer_bytes=32 * 1024, hard_buffer_bytes=256 * 1024,
+    """A client whose replies cannot be written for stall_timeout, its unread output over the cap,
+    is cut off; shutdown never waits on it."""
+    limits = TransportLimits(write_buffer_bytes=32 * 1024, max_unread_bytes=256 * 1024,
                              watch_interval=0.05, stall_timeout=0.5, close_timeout=0.3)
     async with inproc_server(limits) as running:
         writer = await send_unread(running.port, 30, "z" * 50_000, count=8)
