@@ -22,6 +22,7 @@ from ipc.errors import (
 )
 from ipc.models import NoParams, WireModel
 from ipc.registry import Registry
+from services.errors import ProjectPathForbidden
 from services.projects import DocumentStore, ProjectService, records
 from services.projects.document_ids import MAX_DOCUMENT_ID
 from services.projects.documents import MAX_DOCUMENT_BYTES
@@ -41,7 +42,8 @@ RecordId = Annotated[int, Field(ge=1, le=2**63 - 1)]
 Version = Annotated[int, Field(ge=1, le=2**63 - 1)]
 DocumentId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_DOCUMENT_ID)]
 
-DOCUMENT_ERRORS = (ProjectNotFound, ProjectPathInvalid, ProjectScopeViolation, InvalidParams)
+DOCUMENT_ERRORS = (ProjectNotFound, ProjectPathInvalid, ProjectPathForbidden, ProjectScopeViolation,
+                   InvalidParams)
 
 
 class Project(WireModel, records.ProjectRecord):
@@ -123,7 +125,7 @@ def register_projects(registry: Registry, *, projects: ProjectService,
 
     @registry.method("project:open", params=OpenProjectParams, result=ProjectResult,
                      summary="Register a folder of documents as a project (same folder, same id).",
-                     errors=(ProjectPathInvalid,))
+                     errors=(ProjectPathInvalid, ProjectPathForbidden))
     async def open_project(params: OpenProjectParams, ctx: CallContext) -> ProjectResult:
         return ProjectResult(project=await projects.open(params.path, params.name))
 
@@ -153,7 +155,7 @@ def register_documents(registry: Registry, documents: DocumentStore) -> None:
 
     @registry.method("document:list", params=ProjectScoped, result=DocumentList,
                      summary="The project's .md, .markdown and .txt files, sorted by id.",
-                     errors=(ProjectNotFound, ProjectPathInvalid))
+                     errors=(ProjectNotFound, ProjectPathInvalid, ProjectPathForbidden))
     async def list_documents(params: ProjectScoped, ctx: CallContext) -> DocumentList:
         listing = await documents.list(params.project_id)
         return DocumentList(documents=listing.documents, truncated=listing.truncated)

@@ -140,9 +140,10 @@ async def test_discover_lists_each_methods_errors(registry: Registry) -> None:
     """rpc.discover declares the error codes each method can answer."""
     methods = {m["name"]: m for m in openrpc_document(registry, title="t", version="v")["methods"]}
     codes = {name: {e["data"]["code"] for e in m.get("errors", [])} for name, m in methods.items()}
-    assert codes["project:open"] == {"PROJECT_PATH_INVALID"}
+    assert codes["project:open"] == {"PROJECT_PATH_INVALID", "PROJECT_PATH_FORBIDDEN"}
     assert {"PROJECT_NOT_FOUND", "RECORD_VERSION_CONFLICT"} <= codes["project:settings:update"]
-    assert {"PROJECT_SCOPE_VIOLATION", "DOCUMENT_NOT_FOUND", "PROJECT_PATH_INVALID"} \
+    assert {"PROJECT_SCOPE_VIOLATION", "DOCUMENT_NOT_FOUND", "PROJECT_PATH_INVALID",
+            "PROJECT_PATH_FORBIDDEN"} \
         <= codes["document:read"]
     assert "PROJECT_SCOPE_VIOLATION" in codes["document:write"]
     params = [p["name"] for p in methods["document:write"]["params"]]
