@@ -54,8 +54,9 @@ class PendingResult(WireModel):
 
 class PutParams(ProjectScoped):
     level: Level
-    unit: Annotated[str, StringConstraints(min_length=1, max_length=32)] | int
-    summary: dict[str, Any] | str = Field(description="the summary JSON, as an object or its text")
+    unit: Annotated[str, StringConstraints(min_length=1, max_length=32)] = Field(
+        description='"p12.3" (a paragraph), "12" (a page) or "3" (a chapter)')
+    summary: dict[str, Any] = Field(description="the summary JSON object")
 
 
 class PutResult(WireModel):
@@ -132,7 +133,7 @@ def register_reading(registry: Registry, reading: ReadingService) -> None:
                              ReadingSummaryTooLong, ReadingSpoiler, InvalidParams))
     async def put(params: PutParams, ctx: CallContext) -> PutResult:
         try:
-            accepted = await reading.put(params.project_id, params.level, str(params.unit), params.summary)
+            accepted = await reading.put(params.project_id, params.level, params.unit, params.summary)
         except UnitNotFound:
             raise ReadingUnitNotFound() from None
         except SummaryProblem as problem:

@@ -105,7 +105,7 @@ async def test_pending_prompts_are_the_seeds_templates(rpc: RpcClient, book: Pro
 
 async def test_malformed_overlong_and_spoiling_summaries_are_refused(rpc: RpcClient, book: Project) -> None:
     """Each refusal has its code and the offending path; a page-12 summary citing page 13 is a spoiler."""
-    base = {"projectId": book.project_id, "level": "page", "unit": 12}
+    base = {"projectId": book.project_id, "level": "page", "unit": "12"}
     spoiler = await rpc_error(rpc, "reading:summaries:put", {**base, "summary": summary(12, 13)})
     assert spoiler["data"] == {"code": "READING_SPOILER", "path": "/entities/0/page_spans/1", "page": 13,
                                "allowed": [12, 12]}
@@ -119,7 +119,7 @@ async def test_malformed_overlong_and_spoiling_summaries_are_refused(rpc: RpcCli
     too_long = await rpc_error(rpc, "reading:summaries:put", {**base, "summary": long})
     assert too_long["data"]["code"] == "READING_SUMMARY_TOO_LONG"
     assert too_long["data"]["limit"] == 120
-    missing = await rpc_error(rpc, "reading:summaries:put", {**base, "unit": 999, "summary": summary(999)})
+    missing = await rpc_error(rpc, "reading:summaries:put", {**base, "unit": "999", "summary": summary(999)})
     assert missing["data"]["code"] == "READING_UNIT_NOT_FOUND"
 
 

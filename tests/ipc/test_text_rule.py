@@ -314,7 +314,7 @@ def plausible(schema: dict[str, Any], defs: dict[str, Any], app: App, name: str 
 
 
 GROUPS = ("chat:", "constraints:", "context:", "document:", "index:", "kg:", "memory:", "profile:",
-          "project:", "segments:", "system:", "rpc.", "$/", "debug:")
+          "project:", "reading:", "segments:", "system:", "rpc.", "$/", "debug:")
 
 
 def test_every_method_is_in_a_group(app: App) -> None:
