@@ -16,6 +16,9 @@ connection's ``system:info`` keeps answering; the server process lives on.
 Text fields get lone surrogates, NUL, bidi controls and combining marks
 spliced in: params holding a lone surrogate anywhere must be ``INVALID_PARAMS``
 (``string_unicode``), and an id out of bounds a -32600 answered with null.
+Batches of reads of pathological documents (control characters, each escaped as six bytes, and
+2 MiB of plain text) get one reply frame within the frame limit, over-large entries answering
+``RPC_RESULT_TOO_LARGE``.
 
 Fuzzed writes stay in a scratch project under pytest's tmp folder: every
 absolute path in fuzzed params is mapped into the scratch folder
@@ -662,6 +665,48 @@ def test_random_frames_get_well_formed_replies(fuzz: Fuzz, frame: str) -> None:
         for entry in reply if isinstance(reply, list) else [reply]:
             check_response(entry, fuzz, sent, None)
     fuzz.bystander_answers()
+
+
+PATHOLOGICAL = {"controls.md": "\x01" * (1536 * 1024),  # each escaped as six bytes: a 9 MiB reply
+                "plain.md": "a" * (2 * 2**20 - 16)}
+
+
+@settings(FUZZ_SETTINGS, max_examples=max(1, int(12 * SCALE)),
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(reads=st.lists(st.sampled_from(["controls.md", "plain.md", "sub/two.md", None]), min_size=1,
+                      max_size=16))
+def test_batches_of_large_reads_stay_within_a_frame(fuzz: Fuzz, reads: list[str | None]) -> None:
+    """Batches of reads of a control-character document and a 2 MiB one (and small calls): the reply
+    is one frame within the frame limit; each entry is its result or RPC_RESULT_TOO_LARGE with its
+    size; a second connection keeps answering."""
+    for name, text in PATHOLOGICAL.items():
+        path = fuzz.root / "scratch" / name
+        if not path.exists():
+            path.write_text(text, encoding="utf-8")
+    batch = [{"jsonrpc": "2.0", "id": n, "method": "document:read",
+              "params": {"projectId": fuzz.project_id, "documentId": name}} if name is not None else
+             {"jsonrpc": "2.0", "id": n, "method": "system:info"} for n, name in enumerate(reads)]
+    reply = fuzz.loop.run(_batch_reply(fuzz.client, json.dumps(batch)), timeout=REPLY_TIMEOUT * 12)
+    assert len(json.dumps(reply, ensure_ascii=False).encode()) <= MAX_FRAME
+    assert sorted(entry["id"] for entry in reply) == list(range(len(reads)))
+    for entry in reply:
+        name = reads[entry["id"]]
+        if name == "controls.md" or "error" in entry:
+            assert entry["error"]["data"]["code"] == "RPC_RESULT_TOO_LARGE", entry
+            assert entry["error"]["data"]["size"] > 0
+        elif name is not None:
+            assert len(entry["result"]["text"]) == len(PATHOLOGICAL.get(name, "Chapter two.\n" * 50))
+    fuzz.bystander_answers()
+
+
+async def _batch_reply(connection: Connection, frame: str) -> list[Any]:
+    """Send a batch frame and wait for its reply (a list), however long large reads take."""
+    await connection.ws.send(frame)
+    while True:
+        message = await asyncio.wait_for(connection.messages.get(), REPLY_TIMEOUT * 6)
+        assert message is not CLOSED, f"the server closed the connection ({connection.ws.close_code})"
+        if isinstance(message, list):
+            return message
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
