@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -21,7 +20,6 @@ from services.characters.memories import (
 )
 from services.errors import InvalidInput, MemoryNotFound, ProjectNotFound
 from services.projects import ProjectRecord
-from services.retrieval.vectors import close_vector_store, open_vector_store
 from services.store import Database
 
 A, B, C = 3, 7, 11  # character entity ids
@@ -52,15 +50,6 @@ class OtherEmbedding(WordsEmbedding):
     @staticmethod
     def name() -> str:
         return "test-words-2"
-
-
-@pytest.fixture
-def chroma(tmp_path: Path) -> Iterator[Any]:
-    client = open_vector_store(path=tmp_path / "chroma")
-    try:
-        yield client
-    finally:
-        close_vector_store(client)
 
 
 @pytest.fixture

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +22,6 @@ from services.characters.recall import (
     select,
 )
 from services.projects import ProjectRecord
-from services.retrieval.vectors import close_vector_store, open_vector_store
 from services.store import Database
 from services.tokenizer import resolve_tokenizer
 from tests.services.characters.test_memories import WordsEmbedding
@@ -222,12 +219,8 @@ def test_never_over_budget(found: list[TypedMemory], last: str, budget: int, lay
 
 
 @pytest.fixture
-def store(database: Database, tmp_path: Path) -> Iterator[TypedMemoryStore]:
-    client = open_vector_store(path=tmp_path / "chroma")
-    try:
-        yield TypedMemoryStore(database, MemoryIndex(client, WordsEmbedding()))
-    finally:
-        close_vector_store(client)
+def store(database: Database, chroma: Any) -> TypedMemoryStore:
+    return TypedMemoryStore(database, MemoryIndex(chroma, WordsEmbedding()))
 
 
 async def _recall(store: TypedMemoryStore, project: ProjectRecord, system: int, user: int,

@@ -8,9 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,7 +31,6 @@ from services.errors import (
     ProfileNotFound,
 )
 from services.projects import ProjectRecord
-from services.retrieval.vectors import close_vector_store, open_vector_store
 from services.store import Database
 from services.tokenizer import resolve_tokenizer
 from tests.services.characters.support import Parts, PurposeCompleter, Unavailable, character_chat
@@ -52,15 +50,6 @@ class Pair:
     project_id: str
     su: int  # the system character, "Su Wan"
     han: int  # the user character, "Han Li"
-
-
-@pytest.fixture
-def chroma(tmp_path: Path) -> Iterator[Any]:
-    client = open_vector_store(path=tmp_path / "chroma")
-    try:
-        yield client
-    finally:
-        close_vector_store(client)
 
 
 @pytest.fixture
