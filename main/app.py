@@ -23,6 +23,7 @@ from ipc.channels.memory import register_memory
 from ipc.channels.profiles import register_profiles
 from ipc.channels.projects import register_projects
 from ipc.channels.reading import register_reading
+from ipc.channels.reading_ask import register_reading_ask
 from ipc.channels.retrieval import register_retrieval
 from ipc.channels.segments import register_segments
 from ipc.channels.system import Limits, TokenizerDescription, register_system
@@ -56,10 +57,12 @@ from services.profiles.service import ProfileService
 from services.projects import DocumentStore, ProjectService
 from services.projects.documents import MAX_DOCUMENT_BYTES
 from services.projects.roots import CheckedDocumentStore
+from services.reading.ask import ReadingCompanion
 from services.reading.service import ReadingService
 from services.reading.store import SummaryStore
 from services.retrieval import create_retrieval
 from services.retrieval.provider import RetrievalProvider
+from services.retrieval.search import Hit
 from services.retrieval.service import Retrieval
 from services.retrieval.vectors import close_vector_store, open_vector_store
 from services.segments import SegmentService
@@ -221,7 +224,15 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     reading = ReadingService(documents=partial(_document_ids, documents), read=documents.read,
                              counter=context.counter, summaries=SummaryStore(database))
     register_reading(registry, reading)
+    register_reading_ask(registry, ReadingCompanion(
+        book=reading.book, summaries=SummaryStore(database).all, assembler=context,
+        search=partial(_search_passages, services.retrieval)))
     return registry
+
+
+async def _search_passages(retrieval: Retrieval, project_id: str, query: str,
+                           limit: int) -> list[Hit]:
+    return await retrieval.search(project_id, query, limit=limit)
 
 
 async def _document_ids(documents: DocumentStore, project_id: str) -> list[str]:

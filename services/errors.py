@@ -334,3 +334,12 @@ class ReadingUnitNotFound(StrataError):
     code = -32093
     data_code = "READING_UNIT_NOT_FOUND"
     message = "No paragraph, page or chapter of this name in the book as it is now"
+
+
+class ReadingWindowBreach(StrataError):
+    """data: ``part`` (the context part's id), ``pages`` ([first, last]) and ``allowed``. The
+    answer prompt would have drawn on a page outside the reader's window; it is withheld."""
+
+    code = -32095
+    data_code = "READING_WINDOW_BREACH"
+    message = "The answer prompt would draw on pages outside the reading window; it was withheld"

@@ -47,6 +47,11 @@ BUILT_IN: dict[str, SourceInfo] = {
     # A character conversation's messages (chat:assemble), bounded by the caller to a few times the
     # prompt's budget, newest first.
     "chat.history": SourceInfo("items", ("hasHistory",), bounded=True),
+    # The reading companion (reading:ask, services/reading): stored summaries and paragraphs of the
+    # reader's window only, each carrying the pages it draws on.
+    "reading.chapters": SourceInfo("items", ("hasChapterSummaries",), bounded=True),
+    "reading.pages": SourceInfo("items", ("hasPageSummaries",), bounded=True),
+    "reading.evidence": SourceInfo("items", ("hasEvidence",), bounded=True),
 }
 
 # ${...} namespaces whose values the assembly publishes: a placeholder under one of them must be a

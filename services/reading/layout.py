@@ -169,6 +169,24 @@ class Book:
         i = bisect_right(starts, offset) - 1
         return chapter.start_page if i < 0 else pages[i]
 
+    def paragraphs_in(self, document_id: str, start: int, end: int) -> tuple[Paragraph, ...]:
+        """The document's paragraphs that overlap its characters ``start``..``end`` (none for a
+        document not in the book)."""
+        if document_id not in self._by_document:
+            return ()
+        _, starts, _ = self._by_document[document_id]
+        first = max(bisect_right(starts, start) - 1, 0)
+        last = bisect_right(starts, max(end - 1, start))
+        mine = self._paragraphs_of[document_id]
+        return tuple(p for p in mine[first:last] if p.start < max(end, start + 1) and p.end > start)
+
+    @cached_property
+    def _paragraphs_of(self) -> dict[str, list[Paragraph]]:
+        found: dict[str, list[Paragraph]] = {c.document_id: [] for c in self.chapters}
+        for p in self.paragraphs:
+            found[p.document_id].append(p)
+        return found
+
     def paragraphs_between(self, start_page: int, end_page: int) -> tuple[Paragraph, ...]:
         """The paragraphs of pages ``start_page``..``end_page`` (inclusive), in order."""
         if start_page < 1 or end_page < start_page:
