@@ -58,6 +58,7 @@ from services.projects import DocumentStore, ProjectService
 from services.projects.documents import MAX_DOCUMENT_BYTES
 from services.projects.roots import CheckedDocumentStore
 from services.reading.ask import ReadingCompanion
+from services.reading.roll_up import RollUp
 from services.reading.service import ReadingService
 from services.reading.store import SummaryStore
 from services.retrieval import create_retrieval
@@ -222,10 +223,13 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     register_chat(registry, chat)
     register_character_chat(registry, config, services, context, kg, projects, assembly_profiles, completions)
     reading = ReadingService(documents=partial(_document_ids, documents), read=documents.read,
-                             counter=context.counter, summaries=SummaryStore(database))
-    register_reading(registry, reading)
+                             counter=context.counter, summaries=SummaryStore(database),
+                             page_tokens=partial(_reading_page_tokens, projects))
+    register_reading(registry, reading, RollUp(reading, completions,
+                                               available=lambda: bool(completions.connection_ids),
+                                               progress=partial(_publish_progress, retrieval)))
     register_reading_ask(registry, ReadingCompanion(
-        book=reading.book, summaries=SummaryStore(database).all, assembler=context,
+        edition=reading.edition, summaries=SummaryStore(database).all, assembler=context,
         search=partial(_search_passages, services.retrieval)))
     return registry
 
@@ -233,6 +237,17 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
 async def _search_passages(retrieval: Retrieval, project_id: str, query: str,
                            limit: int) -> list[Hit]:
     return await retrieval.search(project_id, query, limit=limit)
+
+
+async def _reading_page_tokens(projects: ProjectService, project_id: str) -> int:
+    return (await projects.get_settings(project_id)).reading_page_tokens
+
+
+def _publish_progress(retrieval: Retrieval, params: dict[str, Any]) -> None:
+    """Reading's $/progress goes where indexing's goes (set by serve): to the connections subscribed
+    to the ``progress`` topic."""
+    if retrieval.progress is not None:
+        retrieval.progress(params)
 
 
 async def _document_ids(documents: DocumentStore, project_id: str) -> list[str]:

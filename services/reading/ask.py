@@ -16,12 +16,15 @@ from typing import Protocol
 import structlog
 
 from services.assembly.service import AssembleRequest, Outcome
+from services.concurrency.offload import off_loop
 from services.context.models import Item
 from services.reading import parts as reading_parts
 from services.reading.layout import Book
 from services.reading.parts import HitLike, Part
+from services.reading.service import Edition
 from services.reading.summary import Level
 from services.reading.units import Stored
+from services.reading.words import Words
 from services.sources.base import GatherContext
 from services.sources.relevance import features
 
@@ -29,7 +32,7 @@ PROFILE = "reading-companion"
 SEARCH_LIMIT = 60  # chunks asked of the search; those outside the window are left out after
 _log = structlog.get_logger("reading.ask")
 
-LoadBook = Callable[[str], Awaitable[Book]]
+LoadEdition = Callable[[str], Awaitable[Edition]]
 LoadSummaries = Callable[[str], Awaitable[Mapping[Level, Mapping[str, Stored]]]]
 Search = Callable[[str, str, int], Awaitable[Sequence[HitLike]]]
 
@@ -96,9 +99,9 @@ class WindowParts:
 
 
 class ReadingCompanion:
-    def __init__(self, *, book: LoadBook, summaries: LoadSummaries, search: Search,
+    def __init__(self, *, edition: LoadEdition, summaries: LoadSummaries, search: Search,
                  assembler: Assembler) -> None:
-        self._book = book
+        self._edition = edition
         self._summaries = summaries
         self._search = search
         self._assembler = assembler
@@ -108,15 +111,15 @@ class ReadingCompanion:
         """The answer prompt for ``question`` from pages ``start``..``end`` only; raises
         :class:`PageOutOfRange` or :class:`WindowBreach` (never expected: the parts are the
         window's own)."""
-        book = await self._book(project_id)
-        pages = len(book.pages)
+        edition = await self._edition(project_id)
+        pages = len(edition.book.pages)
         for field, page in (("start", start), ("end", end)):
             if not 1 <= page <= pages:
                 raise PageOutOfRange(field, pages)
         if end < start:
             raise PageOutOfRange("end", pages)
         found, warnings = await self._found(project_id, question)
-        parts = await self._parts(project_id, book, start, end, question, found)
+        parts = await self._parts(project_id, edition, start, end, question, found)
         request = AssembleRequest(
             project_id=project_id, document_id=f"reading:{start}-{end}", profile_id=PROFILE,
             variables={**(variables or {}), "start": str(start), "end": str(end), "question": question},
@@ -135,16 +138,22 @@ class ReadingCompanion:
             _log.warning("reading.search_failed", project_id=project_id, exc_type=type(exc).__name__)
             return (), ("RETRIEVAL_UNAVAILABLE: paragraph evidence found by word overlap only",)
 
-    async def _parts(self, project_id: str, book: Book, start: int, end: int, question: str,
+    async def _parts(self, project_id: str, edition: Edition, start: int, end: int, question: str,
                      found: Sequence[HitLike]) -> list[Part]:
         stored = await self._summaries(project_id)
-        terms = features(question)
-        chapters = reading_parts.chapter_parts(book, stored["chapter"], start, end, terms)
-        covered = {n for c in chapters for n in range(c.pages[0], c.pages[1] + 1)}
-        evidence = reading_parts.evidence_parts(book, found, start, end, terms)
-        pages = reading_parts.page_parts(book, stored["page"], start, end, terms,
-                                         reading_parts.found_pages(evidence), covered)
-        return [*chapters, *pages, *evidence]
+        book, terms = edition.book, features(question)
+        words = await off_loop(edition.chars, lambda: edition.words)
+        return await off_loop(edition.chars // 8, _parts, book, stored, start, end, terms, words, found)
+
+
+def _parts(book: Book, stored: Mapping[Level, Mapping[str, Stored]], start: int, end: int,
+           terms: frozenset[str], words: Words, found: Sequence[HitLike]) -> list[Part]:
+    chapters = reading_parts.chapter_parts(book, stored["chapter"], start, end, terms, words)
+    covered = {n for c in chapters for n in range(c.pages[0], c.pages[1] + 1)}
+    evidence = reading_parts.evidence_parts(book, found, start, end, terms, words)
+    pages = reading_parts.page_parts(book, stored["page"], start, end, terms, words,
+                                     reading_parts.found_pages(evidence), covered)
+    return [*chapters, *pages, *evidence]
 
 
 def check(outcome: Outcome, parts: Mapping[str, Part], start: int, end: int) -> tuple[PartUse, ...]:

@@ -16,13 +16,16 @@ from typing import Literal, Protocol
 
 from services.reading.layout import Book, Chapter, Paragraph
 from services.reading.units import Stored, chapter_unit, is_current, page_unit
-from services.sources.relevance import features, similarity
+from services.reading.words import Words
+from services.sources.relevance import features
 
 Kind = Literal["chapter", "page", "paragraph"]
 SOURCES: dict[Kind, str] = {"chapter": "reading.chapters", "page": "reading.pages",
                             "paragraph": "reading.evidence"}
 MAX_PAGES = 24  # page summaries offered: the most relevant
 MAX_EVIDENCE = 16  # paragraphs offered: the best found
+EVIDENCE_FLOOR = 0.25  # a paragraph scoring under this share of the best one is not evidence
+RELEVANT = 0.15  # the share of the question's weight a text must hold to bear on it by words alone
 SNIPPET_CHARS = 600  # a longer paragraph is cut, at a sentence end when one is near
 _ENDS = ("。", "！", "？", ". ", "! ", "? ", "；", "; ")
 
@@ -67,7 +70,7 @@ def pages_label(pages: tuple[int, int]) -> str:
 
 
 def chapter_parts(book: Book, stored: Mapping[str, Stored], start: int, end: int,
-                  question: frozenset[str]) -> list[Part]:
+                  question: frozenset[str], words: Words) -> list[Part]:
     """Current summaries of the chapters wholly inside ``start``..``end``, in reading order; the
     more a summary shares with the question the higher its key, later chapters breaking ties."""
     inside = [c for c in book.chapters if within((c.start_page, c.end_page), start, end)]
@@ -77,7 +80,7 @@ def chapter_parts(book: Book, stored: Mapping[str, Stored], start: int, end: int
         if not is_current(unit, stored):
             continue
         summary = stored[unit.name].rendered
-        key = similarity(question, features(summary)) + rank / (10 * len(inside))
+        key = words.overlap(question, features(summary)) + rank / (10 * len(inside))
         text = f"{_chapter_name(chapter)} ({pages_label(unit.pages)}): {summary}"
         parts.append(Part(f"chapter:{chapter.index}", "chapter", text, unit.pages, key))
     return parts
@@ -89,7 +92,7 @@ def _chapter_name(chapter: Chapter) -> str:
 
 
 def page_parts(book: Book, stored: Mapping[str, Stored], start: int, end: int, question: frozenset[str],
-               found_on: Mapping[int, float], covered: Iterable[int]) -> list[Part]:
+               words: Words, found_on: Mapping[int, float], covered: Iterable[int]) -> list[Part]:
     """Current summaries of the window's pages that bear on the question, in page order.
 
     A page bears on it when its summary shares words with the question, when evidence for the
@@ -103,7 +106,7 @@ def page_parts(book: Book, stored: Mapping[str, Stored], start: int, end: int, q
         if not is_current(unit, stored):
             continue
         summary = stored[unit.name].rendered
-        key = (0.6 * similarity(question, features(summary)) + 0.3 * found_on.get(number, 0.0)
+        key = (0.6 * _relevant(words.overlap(question, features(summary))) + 0.3 * found_on.get(number, 0.0)
                + (0.1 if number not in summarised else 0.0))
         if key <= 0:
             continue
@@ -114,30 +117,47 @@ def page_parts(book: Book, stored: Mapping[str, Stored], start: int, end: int, q
     return [part for _, part in sorted(best, key=lambda s: s[1].pages)]
 
 
-def evidence_parts(book: Book, hits: Sequence[HitLike], start: int, end: int,
-                   question: frozenset[str]) -> list[Part]:
+def evidence_parts(book: Book, hits: Sequence[HitLike], start: int, end: int, question: frozenset[str],
+                   words: Words) -> list[Part]:
     """The window's paragraphs found for the question, in reading order, at most
-    :data:`MAX_EVIDENCE`: those the search hit (by its score), then those sharing the most words
-    with the question (at half weight), each quoted from the book as it is now."""
-    scores: dict[tuple[int, int], float] = {}
-    by_label: dict[tuple[int, int], Paragraph] = {}
+    :data:`MAX_EVIDENCE` and none far below the best: a paragraph the search hit scores the hit's
+    score, more the more of the question's rare words it holds itself (a hit may span several
+    paragraphs); any other paragraph of the window scores by those words alone, at a lower weight;
+    each is quoted from the book as it is now."""
+    first = _first_paragraphs(book)
+    scores: dict[int, float] = {}
     for hit in hits:
         for p in book.paragraphs_in(hit.document_id, hit.start, hit.end):
             if start <= p.page <= end:
-                here = (p.page, p.intra)
-                by_label[here] = p
-                scores[here] = max(scores.get(here, 0.0), float(hit.score))
+                at = first[p.page - 1] + p.intra - 1
+                score = float(hit.score) * (0.3 + 0.7 * words.overlap(question, words.paragraphs[at]))
+                scores[at] = max(scores.get(at, 0.0), score)
     if question:
-        for p in book.paragraphs_between(start, end):
-            overlap = similarity(question, features(p.text))
-            if overlap > 0:
-                here = (p.page, p.intra)
-                by_label[here] = p
-                scores[here] = max(scores.get(here, 0.0), 0.5 * overlap)
-    best = sorted(scores, key=lambda k: (-scores[k], k))[:MAX_EVIDENCE]
-    return [Part(f"paragraph:{by_label[k].label}", "paragraph",
-                 f"({by_label[k].label}) {snippet(by_label[k].text)}", (k[0], k[0]), scores[k])
-            for k in sorted(best)]
+        for at in range(first[start - 1], first[end]):
+            overlap = _relevant(words.overlap(question, words.paragraphs[at]))
+            if 0.6 * overlap > scores.get(at, 0.0):
+                scores[at] = 0.6 * overlap
+    best = max(scores.values(), default=0.0)
+    chosen = sorted((at for at, score in scores.items() if score > 0 and score >= EVIDENCE_FLOOR * best),
+                    key=lambda at: (-scores[at], at))[:MAX_EVIDENCE]
+    return [_evidence(book.paragraphs[at], scores[at]) for at in sorted(chosen)]
+
+
+def _relevant(overlap: float) -> float:
+    return overlap if overlap >= RELEVANT else 0.0
+
+
+def _evidence(p: Paragraph, score: float) -> Part:
+    text = f"({p.label}) {snippet(p.text)}"
+    return Part(f"paragraph:{p.label}", "paragraph", text, (p.page, p.page), score)
+
+
+def _first_paragraphs(book: Book) -> list[int]:
+    """Each page's first paragraph's position in ``book.paragraphs``, then their count."""
+    first = [0]
+    for page in book.pages:
+        first.append(first[-1] + len(page.paragraphs))
+    return first
 
 
 def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:

@@ -24,18 +24,18 @@ async def book(rpc: RpcClient, tmp_path: Path) -> Project:
     indexed; chapter one, page 12 and the spoiling page 13 and chapter two summarised."""
     project = await Project.open(rpc, tmp_path / "book", language="en")
     texts = {name: make() for name, make in CHAPTERS}
-    texts["ch01.md"] = chapter_one().replace("on day 5. The lamp was cold.",
-                                             "on day 5. The lamp was cold. Far out, the Aurora passed the rocks.")
+    seen = "on day 5. The lamp was cold. Far out, the Aurora passed the rocks."
+    texts["ch01.md"] = chapter_one().replace("on day 5. The lamp was cold.", seen)
     texts["ch02.md"] = chapter_two().replace("苏晚在第1天点亮了灯。", f"苏晚在第1天点亮了灯。{SPOILER}")
     for name, text in texts.items():
         await project.write(name, text)
     await wait_settled(rpc, [project.project_id])
     for level, unit, pages, fact in (("chapter", "1", (1, 12), "ch1 fact: mira keeps the lamp"),
-                                     ("page", "12", (12,), "page12 fact: the rope is wet"),
+                                     ("page", "12", (12,), "page12 fact: mira saw the aurora"),
                                      ("page", "13", (13,), "spoiler fact: han sank the aurora"),
                                      ("chapter", "2", (13, 24), "spoiler chapter: han is the traitor")):
-        await rpc.call("reading:summaries:put", {"projectId": project.project_id, "level": level, "unit": unit,
-                                                 "summary": summary(*pages, facts=(fact,))})
+        await rpc.call("reading:summaries:put", {"projectId": project.project_id, "level": level,
+                                                 "unit": unit, "summary": summary(*pages, facts=(fact,))})
     return project
 
 
@@ -65,9 +65,10 @@ async def test_pages_1_to_12_never_show_page_13_onward(rpc: RpcClient, book: Pro
     for spoiler in ("Aurora on purpose", "spoiler", "苏晚", "storm"):
         assert spoiler not in prompt
     kept = [p for p in result["parts"] if p["fate"] != "dropped"]
-    assert kept and all(1 <= p["pages"][0] <= p["pages"][1] <= 12 for p in kept)
-    assert "(p5.1) Mira climbed the stair of the lighthouse on day 5. The lamp was cold. Far out, the Aurora " \
-           "passed the rocks." in prompt
+    assert kept
+    assert all(1 <= p["pages"][0] <= p["pages"][1] <= 12 for p in kept)
+    assert ("(p5.1) Mira climbed the stair of the lighthouse on day 5. The lamp was cold. Far out, the "
+            "Aurora passed the rocks.") in prompt
     assert "ch1 fact: mira keeps the lamp" in prompt
     assert result["window"] == {"start": 1, "end": 12, "pageCount": 34}
 
@@ -112,7 +113,8 @@ async def test_a_window_outside_the_book_is_invalid(rpc: RpcClient, book: Projec
     past = await rpc_error(rpc, "reading:ask", {"projectId": book.project_id, "start": 1, "end": 35,
                                                 "question": QUESTION})
     assert past["data"]["code"] == "INVALID_PARAMS"
-    assert past["data"]["field"] == "end" and past["data"]["pageCount"] == 34
+    assert past["data"]["field"] == "end"
+    assert past["data"]["pageCount"] == 34
     backwards = await rpc_error(rpc, "reading:ask", {"projectId": book.project_id, "start": 12, "end": 3,
                                                      "question": QUESTION})
     assert backwards["data"]["code"] == "INVALID_PARAMS"
