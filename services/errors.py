@@ -336,6 +336,14 @@ class ReadingUnitNotFound(StrataError):
     message = "No paragraph, page or chapter of this name in the book as it is now"
 
 
+class ReadingNoCompleter(StrataError):
+    """``reading:summaries:run`` with no connected client that declared ``completions``."""
+
+    code = -32094
+    data_code = "READING_NO_COMPLETER"
+    message = "No connected client runs completions: declare them with system:capabilities first"
+
+
 class ReadingWindowBreach(StrataError):
     """data: ``part`` (the context part's id), ``pages`` ([first, last]) and ``allowed``. The
     answer prompt would have drawn on a page outside the reader's window; it is withheld."""
@@ -343,3 +351,11 @@ class ReadingWindowBreach(StrataError):
     code = -32095
     data_code = "READING_WINDOW_BREACH"
     message = "The answer prompt would draw on pages outside the reading window; it was withheld"
+
+
+class ReadingRunBusy(StrataError):
+    """A roll-up of this project is already running; it must end (or be cancelled) first."""
+
+    code = -32096
+    data_code = "READING_RUN_BUSY"
+    message = "A roll-up of this project's summaries is already running"

@@ -32,6 +32,7 @@ from services.projects.settings import (
     MAX_PATH,
     ModelName,
     NarrativePerson,
+    ReadingPageTokens,
     SkillPrompts,
     StyleNotes,
     TokenizerPath,
@@ -83,6 +84,9 @@ class UpdateSettingsParams(ProjectScoped):
     model: ModelName | None = None
     tokenizer_path: TokenizerPath | None = None
     skill_prompts: SkillPrompts | None = None
+    reading_page_tokens: ReadingPageTokens | None = Field(
+        default=None, description="the reading companion's page size, in tokens, for chapters without "
+                                  "page markers (50..4000, default 400)")
 
 
 class DocumentParams(ProjectScoped):

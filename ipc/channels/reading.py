@@ -14,6 +14,8 @@ from ipc.registry import Registry
 from services.errors import (
     InvalidParams,
     ProjectNotFound,
+    ReadingNoCompleter,
+    ReadingRunBusy,
     ReadingSpoiler,
     ReadingSummaryInvalid,
     ReadingSummaryTooLong,
@@ -21,6 +23,7 @@ from services.errors import (
     StrataError,
 )
 from services.reading.citations import Citation
+from services.reading.roll_up import NoCompleter, RollUp, RunBusy
 from services.reading.service import ReadingService, UnitNotFound
 from services.reading.summary import SummaryProblem
 
@@ -66,6 +69,24 @@ class PutResult(WireModel):
     tokens: int
 
 
+class RunParams(ProjectScoped):
+    level: Level = Field(default="chapter", description="summarise every level from the paragraphs up to "
+                                                        "this one")
+
+
+class LevelTally(WireModel):
+    done: int = Field(description="summaries stored")
+    refused: int = Field(description="answers refused twice (invalid, too long or citing other pages)")
+    failed: int = Field(description="completions that did not come (an error, a timeout, no text)")
+    remaining: int = Field(description="units of the level still without a current summary")
+
+
+class RunResult(WireModel):
+    level: Level
+    levels: dict[str, LevelTally] = Field(description="by level, from paragraph up to `level`")
+    warnings: list[str]
+
+
 class ValidateParams(ProjectScoped):
     start: PageNumber
     end: PageNumber
@@ -106,7 +127,7 @@ def _problem(problem: SummaryProblem) -> StrataError:
     return kinds[problem.code](path=problem.path, **problem.data)
 
 
-def register_reading(registry: Registry, reading: ReadingService) -> None:
+def register_reading(registry: Registry, reading: ReadingService, roll_up: RollUp) -> None:
     @registry.method("reading:layout", params=ProjectScoped, result=LayoutResult,
                      summary="The book: chapters (documents in natural order), their pages and each page's "
                              "paragraph count.", errors=(ProjectNotFound,))
@@ -140,6 +161,22 @@ def register_reading(registry: Registry, reading: ReadingService) -> None:
             raise _problem(problem) from None
         return PutResult(level=params.level, unit=accepted.unit.name, pages=list(accepted.unit.pages),
                          tokens=accepted.tokens)
+
+    @registry.method("reading:summaries:run", params=RunParams, result=RunResult,
+                     summary="Summarise the book from the paragraphs up to `level` through a connected "
+                             "client that runs completions (llm:complete), with $/progress reports.",
+                     errors=(ProjectNotFound, ReadingNoCompleter, ReadingRunBusy, InvalidParams))
+    async def run(params: RunParams, ctx: CallContext) -> RunResult:
+        try:
+            report = await roll_up.run(params.project_id, params.level, prefer=ctx.peer.connection_id)
+        except NoCompleter:
+            raise ReadingNoCompleter() from None
+        except RunBusy:
+            raise ReadingRunBusy() from None
+        return RunResult(level=report.level, warnings=list(report.warnings),
+                         levels={level: LevelTally(done=t.done, refused=t.refused, failed=t.failed,
+                                                   remaining=t.remaining)
+                                 for level, t in report.levels.items()})
 
     @registry.method("reading:validate", params=ValidateParams, result=ValidateResult,
                      summary="Check an answer's citations against pages start..end.",

@@ -50,6 +50,7 @@ class SettingsRecord(Record):
     tokenizer_encoding: str  # follows ``model``; see settings.encoding_for_model
     tokenizer_path: str | None
     skill_prompts: dict[str, str]
+    reading_page_tokens: int  # the reading companion's page size where a chapter has no page markers
     version: int
 
 

@@ -26,11 +26,16 @@ MAX_STYLE_NOTES = 4000
 MAX_SKILL_PROMPT = 20_000
 MAX_SKILL_PROMPTS = 100
 MAX_PATH = 4096
+# The reading companion's page size without page markers (docs/reading.md), in the project's tokens.
+DEFAULT_READING_PAGE_TOKENS = 400
+MIN_READING_PAGE_TOKENS = 50
+MAX_READING_PAGE_TOKENS = 4000
 
 NarrativePerson = Annotated[str, StringConstraints(max_length=200)]
 StyleNotes = Annotated[str, StringConstraints(max_length=MAX_STYLE_NOTES)]
 ModelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 TokenizerPath = Annotated[str, StringConstraints(min_length=1, max_length=MAX_PATH)]
+ReadingPageTokens = Annotated[int, Field(ge=MIN_READING_PAGE_TOKENS, le=MAX_READING_PAGE_TOKENS)]
 SkillPrompts = Annotated[
     dict[SkillId, Annotated[str, StringConstraints(max_length=MAX_SKILL_PROMPT)]],
     Field(max_length=MAX_SKILL_PROMPTS),
@@ -47,6 +52,7 @@ class SettingsPatch(Input):
     # Given as None it is cleared: the engine then counts with the tokenizer ``model`` implies.
     tokenizer_path: TokenizerPath | None = None
     skill_prompts: SkillPrompts | None = None  # replaces the whole mapping: skill id -> prompt
+    reading_page_tokens: ReadingPageTokens | None = None  # a reading page without markers
 
     def changes(self) -> dict[str, Any]:
         """Column values to set: the fields given, where None means "keep" except to clear the path."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
@@ -34,15 +34,25 @@ def _create_tables(engine: Engine) -> None:
     SQLModel.metadata.create_all(engine)
 
 
+def _add_reading_page_tokens(engine: Engine) -> None:
+    """Schema 8: the project setting ``reading_page_tokens`` (a column of ``project_settings``)."""
+    if "reading_page_tokens" in {c["name"] for c in inspect(engine).get_columns("project_settings")}:
+        return  # made by create_all with this build's tables
+    with engine.begin() as connection:
+        connection.execute(text("ALTER TABLE project_settings "
+                                "ADD COLUMN reading_page_tokens INTEGER NOT NULL DEFAULT 400"))
+
+
 # version -> migration step; tables added by later versions are created by
 # create_all, so a step holds only what create_all cannot do (e.g. ALTER).
 # 1: strata_meta; 2: projects, settings, constraints, kg, memories, budget profiles;
 # 3: the retrieval index (state, documents, chunks); 4: per-project assembly profiles;
 # 5: prompt segments (the game-master profile's stored scopes); 6: character conversations, their
-# messages and typed memories; 7: reading summaries.
+# messages and typed memories; 7: reading summaries; 8: the reading page size in project settings.
 MIGRATIONS: dict[int, Callable[[Engine], None]] = {1: _create_tables, 2: _create_tables, 3: _create_tables,
                                                    4: _create_tables, 5: _create_tables,
-                                                   6: _create_tables, 7: _create_tables}
+                                                   6: _create_tables, 7: _create_tables,
+                                                   8: _add_reading_page_tokens}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

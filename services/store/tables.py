@@ -35,6 +35,8 @@ class ProjectSettingsRow(SQLModel, table=True):
     model: str = Field(default="gpt-4", max_length=100)
     tokenizer_path: str | None = Field(default=None)
     skill_prompts: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    # The reading companion's page size (schema 8); the default is reading's DEFAULT_PAGE_TOKENS.
+    reading_page_tokens: int = Field(default=400, sa_column_kwargs={"server_default": "400"})
     version: int = Field(default=1)
 
 
