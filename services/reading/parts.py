@@ -25,7 +25,6 @@ SOURCES: dict[Kind, str] = {"chapter": "reading.chapters", "page": "reading.page
 MAX_PAGES = 24  # page summaries offered: the most relevant
 MAX_EVIDENCE = 16  # paragraphs offered: the best found
 EVIDENCE_FLOOR = 0.25  # a paragraph scoring under this share of the best one is not evidence
-RELEVANT = 0.15  # the share of the question's weight a text must hold to bear on it by words alone
 SNIPPET_CHARS = 600  # a longer paragraph is cut, at a sentence end when one is near
 _ENDS = ("。", "！", "？", ". ", "! ", "? ", "；", "; ")
 
@@ -106,7 +105,7 @@ def page_parts(book: Book, stored: Mapping[str, Stored], start: int, end: int, q
         if not is_current(unit, stored):
             continue
         summary = stored[unit.name].rendered
-        key = (0.6 * _relevant(words.overlap(question, features(summary))) + 0.3 * found_on.get(number, 0.0)
+        key = (0.6 * words.overlap(question, features(summary)) + 0.3 * found_on.get(number, 0.0)
                + (0.1 if number not in summarised else 0.0))
         if key <= 0:
             continue
@@ -134,17 +133,13 @@ def evidence_parts(book: Book, hits: Sequence[HitLike], start: int, end: int, qu
                 scores[at] = max(scores.get(at, 0.0), score)
     if question:
         for at in range(first[start - 1], first[end]):
-            overlap = _relevant(words.overlap(question, words.paragraphs[at]))
+            overlap = words.overlap(question, words.paragraphs[at])
             if 0.6 * overlap > scores.get(at, 0.0):
                 scores[at] = 0.6 * overlap
     best = max(scores.values(), default=0.0)
     chosen = sorted((at for at, score in scores.items() if score > 0 and score >= EVIDENCE_FLOOR * best),
                     key=lambda at: (-scores[at], at))[:MAX_EVIDENCE]
     return [_evidence(book.paragraphs[at], scores[at]) for at in sorted(chosen)]
-
-
-def _relevant(overlap: float) -> float:
-    return overlap if overlap >= RELEVANT else 0.0
 
 
 def _evidence(p: Paragraph, score: float) -> Part:
