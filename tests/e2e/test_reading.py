@@ -1,16 +1,22 @@
 """The reading companion over a real websocket (seed 000): the book's layout, the summaries a level
 lacks with the seed's prompts, refused summaries, and citation checks, on a bilingual book of three
-chapters and more than thirty pages."""
+chapters and more than thirty pages; the roll-up driven through a client that answers llm:complete,
+with $/progress; the page size as a project setting."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.client import RpcClient
+from tests.support.client import RpcClient, connected
+from tests.support.process import ServerProcess
 from tests.support.scenarios import Project, rpc_error
 
 MARK = "\n<!-- page -->\n"
@@ -139,3 +145,106 @@ async def test_validation_catches_out_of_window_citations_in_both_styles(rpc: Rp
     fine = await rpc.call("reading:validate", {**window, "answer": "Han waited below (pp. 3-4)."})
     assert fine["ok"]
     assert fine["restate"] is None
+
+
+def short_book() -> dict[str, str]:
+    """Two chapters of three marked pages, English then Chinese, two paragraphs a page."""
+    english = MARK.join(f"Mira lit the lamp on night {n}.\n\nHan held the rope ({n})." for n in range(1, 4))
+    chinese = MARK.join(f"苏晚在第{n}夜守着灯。\n\n风从海上来。" for n in range(1, 4))
+    return {"a1.md": english, "a2.md": chinese}
+
+
+def answer(params: dict[str, Any]) -> str:
+    """A valid summary of the unit an llm:complete request is for, citing its first page; a page's is
+    fenced as Markdown, as models often do."""
+    page = int(re.search(r"pages? (\d+)", params["messages"][0]["content"]).group(1))  # type: ignore[union-attr]
+    body = json.dumps(summary(page))
+    return f"```json\n{body}\n```" if params["purpose"] == "reading.summary.page" else body
+
+
+@contextlib.asynccontextmanager
+async def completing_client(proc: ServerProcess, asked: list[dict[str, Any]]) -> AsyncIterator[RpcClient]:
+    """A second connection that declared completions and answers every llm:complete; page 2's first
+    request is answered with a spoiler (it cites page 3)."""
+    async with connected(proc.url, proc.token) as model:
+        await model.call("system:capabilities", {"completions": True})
+
+        async def serve() -> None:
+            while True:
+                request = await model.requests.get()
+                params = request["params"]
+                asked.append(params)
+                text = answer(params)
+                if params["purpose"] == "reading.summary.page" and "for page 2." in \
+                        params["messages"][0]["content"] and len(params["messages"]) == 2:
+                    text = json.dumps(summary(2, 3))
+                await model.respond(request["id"], {"content": text})
+
+        task = asyncio.ensure_future(serve())
+        try:
+            yield model
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await model.call("system:capabilities", {"completions": False})
+
+
+async def test_run_drives_the_roll_up_through_a_completing_client(proc: ServerProcess, rpc: RpcClient,
+                                                                  tmp_path: Path) -> None:
+    """reading:summaries:run asks the completing connection for every paragraph, page and chapter (a
+    spoiling answer is refused and asked again with the problem), reports $/progress begin..end to a
+    subscriber, and leaves nothing pending; reading:layout then counts every summary as current."""
+    project = await Project.open(rpc, tmp_path / "short", language="en")
+    for name, text in short_book().items():
+        await project.write(name, text)
+    await rpc.call("system:subscribe", {"topics": ["progress"]})
+    asked: list[dict[str, Any]] = []
+    token = f"reading/{project.project_id}"
+    async with completing_client(proc, asked):
+        result = await rpc.call("reading:summaries:run", {"projectId": project.project_id})
+    assert result == {"level": "chapter", "warnings": [], "levels": {
+        "paragraph": {"done": 12, "refused": 0, "failed": 0, "remaining": 0},
+        "page": {"done": 6, "refused": 0, "failed": 0, "remaining": 0},
+        "chapter": {"done": 2, "refused": 0, "failed": 0, "remaining": 0}}}
+    retried = [p for p in asked if len(p["messages"]) == 4]
+    assert len(retried) == 1
+    assert "READING_SPOILER" in retried[0]["messages"][3]["content"]
+    assert len(asked) == 12 + 6 + 2 + 1
+    progress: list[dict[str, Any]] = []
+    while not progress or progress[-1]["kind"] != "end":
+        note = await asyncio.wait_for(rpc.notifications.get(), 10)
+        if note["method"] == "$/progress" and note["params"]["token"] == token:
+            progress.append(note["params"]["value"])
+    assert progress[0]["kind"] == "begin"
+    assert (progress[0]["done"], progress[0]["total"]) == (0, 20)
+    assert (progress[-1]["done"], progress[-1]["total"], progress[-1]["percentage"]) == (20, 20, 100)
+    assert {"paragraph", "page", "chapter"} <= {v["level"] for v in progress}
+    await rpc.call("system:subscribe", {"topics": []})
+    for level in ("paragraph", "page", "chapter"):
+        pending = await rpc.call("reading:summaries:pending", {"projectId": project.project_id,
+                                                               "level": level})
+        assert (pending["pending"], pending["waiting"]) == ([], 0)
+    assert (await layout(rpc, project))["summaries"] == {"paragraph": 12, "page": 6, "chapter": 2}
+
+
+async def test_run_without_a_completing_client_is_refused(rpc: RpcClient, book: Project) -> None:
+    """No connection declared completions: READING_NO_COMPLETER, and nothing was stored."""
+    error = await rpc_error(rpc, "reading:summaries:run", {"projectId": book.project_id, "level": "page"})
+    assert (error["code"], error["data"]) == (-32094, {"code": "READING_NO_COMPLETER"})
+    assert (await layout(rpc, book))["summaries"] == {"paragraph": 0, "page": 0, "chapter": 0}
+
+
+async def test_the_page_size_setting_lays_the_book_out_again(rpc: RpcClient, tmp_path: Path) -> None:
+    """A chapter without page markers: one page at the default 400 tokens, several once the project's
+    readingPageTokens is 60, each page within it."""
+    project = await Project.open(rpc, tmp_path / "unmarked", language="en")
+    await project.write("c1.md", "\n\n".join(f"The keeper wrote the weather in the log on night {n}, as "
+                                              "every night before." for n in range(1, 13)))
+    before = await layout(rpc, project)
+    assert (before["pageTokens"], before["pageCount"]) == (400, 1)
+    assert (await project.update_settings(readingPageTokens=60))["readingPageTokens"] == 60
+    after = await layout(rpc, project)
+    assert after["pageTokens"] == 60
+    assert after["pageCount"] > 1
+    assert all(p["tokens"] <= 60 for c in after["chapters"] for p in c["pages"])
