@@ -13,11 +13,13 @@ import pytest
 import pytest_asyncio
 
 from ipc.channels.reading import register_reading
+from ipc.channels.reading_ask import register_reading_ask
 from ipc.context import CallContext, Peer
 from ipc.dispatch import Dispatcher
 from ipc.protocol import Call
 from ipc.registry import Registry
 from services.context.counting import CountCache
+from services.reading.ask import ReadingCompanion
 from services.reading.roll_up import RollUp
 from services.reading.service import ReadingService
 from services.reading.store import SummaryStore
@@ -51,9 +53,11 @@ async def test_methods_and_their_errors_are_documented() -> None:
     reading = ReadingService(documents=_none, read=_none, counter=_counter,  # type: ignore[arg-type]
                              summaries=SummaryStore(None))  # type: ignore[arg-type]
     register_reading(registry, reading, RollUp(reading, NoCompleter()))
-    assert {m.name for m in registry} >= {"reading:layout", "reading:summaries:pending",
+    register_reading_ask(registry, ReadingCompanion(edition=None, summaries=None, search=None,  # type: ignore[arg-type]
+                                                    assembler=None))  # type: ignore[arg-type]
+    assert {m.name for m in registry} == {"reading:layout", "reading:summaries:pending",
                                           "reading:summaries:put", "reading:summaries:run",
-                                          "reading:validate"}
+                                          "reading:validate", "reading:ask"}
     assert_documented(registry, ("reading:",))
 
 
