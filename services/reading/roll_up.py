@@ -280,11 +280,11 @@ class RollUp:
             except SummaryProblem as problem:
                 _log.info("reading.run_unit", project_id=project_id, level=unit.level, unit=unit.name,
                           outcome="refused", attempt=attempt, code=problem.code, path=problem.path)
-                messages += [CompletionMessage("assistant", text),
+                messages += [CompletionMessage("assistant", text[:MAX_ANSWER_CHARS]),
                              CompletionMessage("user", follow_up(problem, unit.pages))]
                 continue
-            _log.info("reading.run_unit", project_id=project_id, level=unit.level, unit=unit.name,
-                      outcome="done", attempt=attempt, tokens=accepted.tokens)
+            _log.debug("reading.run_unit", project_id=project_id, level=unit.level, unit=unit.name,
+                       outcome="done", attempt=attempt, tokens=accepted.tokens)
             return "done", None
         return "refused", None
 
