@@ -24,7 +24,7 @@ SOURCES: dict[Kind, str] = {"chapter": "reading.chapters", "page": "reading.page
                             "paragraph": "reading.evidence"}
 MAX_PAGES = 24  # page summaries offered: the most relevant
 MAX_EVIDENCE = 16  # paragraphs offered: the best found
-EVIDENCE_FLOOR = 0.25  # a paragraph scoring under this share of the best one is not evidence
+EVIDENCE_FLOOR = 0.35  # a paragraph scoring under this share of the best one is not evidence
 SNIPPET_CHARS = 600  # a longer paragraph is cut, at a sentence end when one is near
 _ENDS = ("。", "！", "？", ". ", "! ", "? ", "；", "; ")
 
