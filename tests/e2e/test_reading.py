@@ -17,39 +17,15 @@ import pytest
 
 from tests.support.client import RpcClient, connected
 from tests.support.process import ServerProcess
+from tests.support.reading_book import CHAPTERS, MARK, chapter_two, summary
 from tests.support.scenarios import Project, rpc_error
-
-MARK = "\n<!-- page -->\n"
-
-
-def chapter_one() -> str:
-    pages = [f"Mira climbed the stair of the lighthouse on day {n}. The lamp was cold.\n\n"
-             f"Han waited below with the rope, counting the waves ({n})." for n in range(1, 13)]
-    return "# The Lighthouse\n\n" + MARK.join(pages)
-
-
-def chapter_two() -> str:
-    pages = [f"苏晚在第{n}天点亮了灯。风很大，海浪拍打着礁石。\n\n她想起了那艘沉船和船上的人。"
-             for n in range(1, 13)]
-    return "# 第二章\n\n" + MARK.join(pages)
-
-
-def chapter_three() -> str:
-    pages = [f"The storm reached the harbour on night {n}. Nobody slept.\n\nThe keeper wrote in the log."
-             for n in range(1, 11)]
-    return "# The Storm\n\n" + MARK.join(pages)
-
-
-def summary(*pages: int) -> dict[str, Any]:
-    return {"entities": [{"name": "mira", "type": "character", "mentions": 1, "page_spans": list(pages)}],
-            "events": [], "relationships": [], "facts": [], "open_questions": []}
 
 
 @pytest.fixture
 async def book(rpc: RpcClient, tmp_path: Path) -> Project:
     project = await Project.open(rpc, tmp_path / "book", language="en")
-    for name, text in (("ch01.md", chapter_one()), ("ch02.md", chapter_two()), ("ch03.md", chapter_three())):
-        await project.write(name, text)
+    for name, make in CHAPTERS:
+        await project.write(name, make())
     return project
 
 
