@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (data: long sentences of prose read better unbroken)
 """The labelled queries of the retrieval evaluation, over the facts planted by ``projects.py``.
 
-Three kinds:
+Five kinds:
 
 - ``paraphrase``: the question a writer would ask, in other words than the
   fact's (``主角把那把钥匙藏到哪里去了`` for the fact that 林远 hid the brass key
@@ -11,19 +11,31 @@ Three kinds:
 - ``cross_chapter``: the text just before the cursor in a late chapter
   (``chapter``), which must bring back a fact planted in an early one: what
   the Retrieved layer is for.
+- ``paraphrase_heavy``: a question or note in other words than the fact's,
+  written to share at most one search term with it (Strata's own terms:
+  jieba words, stemmed English words; ``tests/retrieval_eval/test_corpus.py``
+  checks it): ``船上那本记录簿缺了结尾的一张纸`` for the torn-out last page
+  of the logbook. Only meaning can find these.
+- ``cross_language``: a Chinese question about the English novel, or an
+  English question about a Chinese one (``玛拉把那把钥匙藏在灯塔的哪里`` for
+  Mara's key; ``How did the old lighthouse keeper lose two fingers?`` for
+  陈默's hand). ``language`` is the query's language, not the project's.
 
 A query is relevant to each fact in ``facts``; most have one, a few two.
 """
 
 from __future__ import annotations
 
+import math
+import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from tests.retrieval_eval.corpus import Language
 
-Kind = Literal["paraphrase", "keyword", "cross_chapter"]
-KINDS: tuple[Kind, ...] = ("paraphrase", "keyword", "cross_chapter")
+Kind = Literal["paraphrase", "keyword", "cross_chapter", "paraphrase_heavy", "cross_language"]
+KINDS: tuple[Kind, ...] = ("paraphrase", "keyword", "cross_chapter", "paraphrase_heavy", "cross_language")
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,37 @@ class Query:
     chapter: int | None = None  # cross_chapter: the chapter being written
 
 
+Part = Literal["tuning", "held-out"]
+PARTS: tuple[Part, ...] = ("tuning", "held-out")
+SPLIT_SEED = 17
+HELD_OUT_SHARE = 0.5
+
+
+def split(queries: Iterable[Query], seed: int = SPLIT_SEED, held_out: float = HELD_OUT_SHARE) -> dict[str, Part]:
+    """Each query's part: ``tuning`` (fusion may be tuned on it) or ``held-out`` (only scored).
+
+    Stratified by language and kind, so that every slice has queries in both
+    parts: within each (language, kind) the ids are sorted, shuffled by a
+    ``random.Random`` seeded with ``seed`` and the stratum, and the first
+    ``ceil(held_out * n)`` are held out. The same seed and queries always give
+    the same split (the evaluation splits the whole of :data:`QUERIES`, also
+    when it runs only some of them).
+    """
+    if not 0.0 < held_out < 1.0:
+        raise ValueError("held_out must be between 0 and 1")
+    strata: dict[tuple[str, str], list[str]] = {}
+    for query in queries:
+        strata.setdefault((query.language, query.kind), []).append(query.id)
+    parts: dict[str, Part] = {}
+    for (language, kind), ids in sorted(strata.items()):
+        order = sorted(ids)
+        random.Random(f"{seed}:{language}:{kind}").shuffle(order)
+        cut = math.ceil(held_out * len(order))
+        for position, query_id in enumerate(order):
+            parts[query_id] = "held-out" if position < cut else "tuning"
+    return parts
+
+
 def _zh(project: str, id: str, kind: Kind, text: str, *facts: str, chapter: int | None = None) -> Query:
     return Query(id, project, "zh", kind, text, facts, chapter)
 
@@ -45,9 +88,20 @@ def _en(id: str, kind: Kind, text: str, *facts: str, chapter: int | None = None)
     return Query(id, "salt-road", "en", kind, text, facts, chapter)
 
 
+def _zh_about_en(id: str, text: str, *facts: str) -> Query:
+    """A Chinese question about The Salt Road (an English project)."""
+    return Query(id, "salt-road", "zh", "cross_language", text, facts)
+
+
+def _en_about_zh(project: str, id: str, text: str, *facts: str) -> Query:
+    """An English question about a Chinese project."""
+    return Query(id, project, "en", "cross_language", text, facts)
+
+
 P: Kind = "paraphrase"
 K: Kind = "keyword"
 X: Kind = "cross_chapter"
+H: Kind = "paraphrase_heavy"
 
 QUERIES: tuple[Query, ...] = (
     # ------------------------------------------------------------------ 《雾港》
@@ -146,4 +200,65 @@ QUERIES: tuple[Query, ...] = (
         chapter=37),
     _en("sr-c11", X, "Dunmore glared at her instruments as if they had done him some private injury, and Mara "
                      "thought she finally understood why,", "sr-dunmore", chapter=39),
+    # ------------------------------------------------------------------ paraphrase-heavy, Chinese
+    _zh("wugang", "wg-h1", H, "他随身带的那块旧表是谁送的，上面写了什么", "wg-watch"),
+    _zh("wugang", "wg-h2", H, "船上那本记录簿缺了结尾的一张纸", "wg-logbook"),
+    _zh("wugang", "wg-h3", H, "接头的人在家具上画了一只鸟当暗号", "wg-teahouse"),
+    _zh("wugang", "wg-h4", H, "爸爸可能还活着，儿子发现了他最近留下的字迹", "wg-handwriting"),
+    _zh("wugang", "wg-h5", H, "沼泽地下藏的其实是军火", "wg-rifles"),
+    _zh("wugang", "wg-h6", H, "据说早已葬身海底的货轮改头换面后依旧在海上航行", "wg-renamed"),
+    _zh("wugang", "wg-h7", H, "主人公的妈妈得病去世，埋在了哪儿", "wg-mother"),
+    _zh("wugang", "wg-h8", H, "有一条秘密通道从没人用的修船厂通往税务机关的地下室", "wg-tunnel"),
+    _zh("qingshi", "qs-h1", H, "他那件挡雨的东西其实能当兵器用", "qs-umbrella"),
+    _zh("qingshi", "qs-h2", H, "绑来的人准备在八月十五半夜换回来，地点定在庙后", "qs-exchange"),
+    _zh("qingshi", "qs-h3", H, "当地的父母官当年亲眼看着那一家人遇害", "qs-retainer"),
+    _zh("qingshi", "qs-h4", H, "撑船的那个老头其实是官府派来的密探", "qs-ferryman"),
+    _zh("qingshi", "qs-h5", H, "走水前，有个姑娘拎着灯越墙跑了，火头在养马的棚子里", "qs-fire"),
+    _zh("qingshi", "qs-h6", H, "郎中故意在方子里加了一样药，叫长辈过几天就送命", "qs-recipe"),
+    # ------------------------------------------------------------------ paraphrase-heavy, English
+    _en("sr-h1", H, "what did her mentor's final note warn her against", "sr-letter"),
+    _en("sr-h2", H, "how did the surveyor lose her parent as a small girl", "sr-mother"),
+    _en("sr-h3", H, "she hired a small boat from the ferryman for a few coins", "sr-rowboat"),
+    _en("sr-h4", H, "a picture of her mentor in which the other person's features were defaced", "sr-photo"),
+    _en("sr-h5", H, "the clergyman's secret crossings by boat in the dark, free of charge", "sr-ferry"),
+    _en("sr-h6", H, "a children's verse that secretly encodes when each pit was dug, if you reverse it", "sr-rhyme"),
+    _en("sr-h7", H, "the boy's dad, who guarded the factory after dark, vanished around the time her mentor died",
+        "sr-watchman"),
+    _en("sr-h8", H, "exports appear on the books for months when the plant was closed", "sr-tons"),
+    _en("sr-h9", H, "the vicar borrowed heavily from the mine owners, pledging metal off his church", "sr-debt"),
+    _en("sr-h10", H, "ownership of the factory was transferred to her mentor days before his death", "sr-deed"),
+    _en("sr-h11", H, "nobody could have escaped by train on the Sabbath", "sr-train"),
+    _en("sr-h12", H, "the schoolmistress secretly corresponded with the dead man through an address in another town",
+        "sr-hull"),
+    _en("sr-h13", H, "which sacred melody did the workers hum below ground, disguised by playing it very slowly",
+        "sr-hymn"),
+    _en("sr-h14", H, "the teacher swore she would smuggle the church records from the sacristy ahead of the autumn festival",
+        "sr-register"),
+    # ------------------------------------------------------------------ cross-language: Chinese about The Salt Road
+    _zh_about_en("zx-1", "玛拉把那把铜钥匙藏在灯塔的哪里", "sr-key"),
+    _zh_about_en("zx-2", "玛拉的母亲是怎么死的", "sr-mother"),
+    _zh_about_en("zx-3", "矿井第三条巷道的铁门旁边，指南针出了什么怪事", "sr-compass"),
+    _zh_about_en("zx-4", "费利克斯的腿是怎么瘸的", "sr-limp"),
+    _zh_about_en("zx-5", "教堂墓地里以假名下葬的那个女人到底是谁", "sr-sister"),
+    _zh_about_en("zx-6", "邓莫尔上尉为什么一见到测量员就讨厌她", "sr-dunmore"),
+    _zh_about_en("zx-7", "凌晨四点教堂的钟敲两下是什么意思", "sr-bell"),
+    _zh_about_en("zx-8", "暴风雨那晚是谁打开了水闸，把矿道淹了", "sr-sluice"),
+    _zh_about_en("zx-9", "万恩的棺材里躺着的其实是谁", "sr-coffin"),
+    _zh_about_en("zx-10", "怀表盖子的内侧刻着哪几个数字", "sr-watch"),
+    _zh_about_en("zx-11", "谁偷偷保留着治安法官签发的每一张逮捕令的副本", "sr-warrants"),
+    _zh_about_en("zx-12", "地图上那条穿过沼泽的堤道为什么画错了位置", "sr-causeway"),
+    # ------------------------------------------------------------------ cross-language: English about the Chinese novels
+    _en_about_zh("wugang", "ex-1", "Where did Lin Yuan hide the brass key?", "wg-key"),
+    _en_about_zh("wugang", "ex-2", "How did the old lighthouse keeper lose two fingers?", "wg-scar"),
+    _en_about_zh("wugang", "ex-3", "Which flower makes Zhou Lan cough?", "wg-allergy"),
+    _en_about_zh("wugang", "ex-4", "Why is the clock on the bell tower always slow?", "wg-clock"),
+    _en_about_zh("wugang", "ex-5", "What cargo was the ship that sank on the reef said to be carrying?", "wg-ship"),
+    _en_about_zh("wugang", "ex-6", "Someone put poison in the old man's cough medicine", "wg-poison"),
+    _en_about_zh("wugang", "ex-7", "What does the foghorn mean when it sounds three long blasts and one short?",
+                 "wg-foghorn"),
+    _en_about_zh("wugang", "ex-8", "Where was the boat ticket to, and whose name was on it?", "wg-ticket"),
+    _en_about_zh("qingshi", "ex-9", "What is carved on the heroine's jade pendant?", "qs-jade"),
+    _en_about_zh("qingshi", "ex-10", "What were the escorts really carrying under the silk?", "qs-cargo"),
+    _en_about_zh("qingshi", "ex-11", "Why does the assassin tilt his head before he strikes?", "qs-deaf"),
+    _en_about_zh("qingshi", "ex-12", "What did the monk do before he became a monk?", "qs-monk"),
 )

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from services.projects.document_ids import document_segments
+from services.retrieval.lexical import Terms
 from tests.retrieval_eval.corpus import Corpus, build_corpus, chinese_number
 from tests.retrieval_eval.projects import PROJECTS
-from tests.retrieval_eval.queries import KINDS, QUERIES
+from tests.retrieval_eval.queries import KINDS, PARTS, QUERIES, split
 
 SMALL = 0.03
 
@@ -88,7 +89,8 @@ def test_the_full_corpus_is_a_few_thousand_chunks_and_quick_to_make() -> None:
 
 
 def test_queries_are_labelled_bilingual_and_of_every_kind() -> None:
-    """At least 60 queries, unique ids, about half per language, every kind in both, facts that exist."""
+    """At least 60 queries, unique ids, about half per language, every kind in both, facts that exist;
+    a query is in its project's language except the cross-language ones, which are in the other."""
     facts = {f.id: (spec, f) for spec in PROJECTS for f in spec.facts}
     assert len(QUERIES) >= 60
     assert len({q.id for q in QUERIES}) == len(QUERIES)
@@ -102,11 +104,53 @@ def test_queries_are_labelled_bilingual_and_of_every_kind() -> None:
         for fact_id in query.facts:
             spec, fact = facts[fact_id]
             assert spec.id == query.project_id
-            assert spec.language == query.language
+            if query.kind == "cross_language":
+                assert spec.language != query.language, query.id
+            else:
+                assert spec.language == query.language, query.id
             if query.kind == "cross_chapter":
                 assert query.chapter is not None
                 assert query.chapter > fact.chapter
         assert (query.chapter is not None) == (query.kind == "cross_chapter")
+
+
+def test_paraphrase_heavy_and_cross_language_queries_share_almost_no_search_term_with_their_fact(
+        tmp_path: Path) -> None:
+    """What makes the two new slices hard for BM25, checked with Strata's own terms (jieba words,
+    stemmed English words): a paraphrase-heavy query shares at most one term with its fact, a
+    cross-language one none; each slice has at least ten queries in each language."""
+    terms = Terms(tmp_path)
+    facts = {f.id: f for spec in PROJECTS for f in spec.facts}
+    counts = Counter((q.kind, q.language) for q in QUERIES)
+    for kind in ("paraphrase_heavy", "cross_language"):
+        assert min(counts[(kind, "zh")], counts[(kind, "en")]) >= 10
+    for query in QUERIES:
+        if query.kind not in ("paraphrase_heavy", "cross_language"):
+            continue
+        shared = set(terms(query.text)) & {t for f in query.facts for t in terms(facts[f].text)}
+        assert len(shared) <= (1 if query.kind == "paraphrase_heavy" else 0), (query.id, shared)
+
+
+def test_split_holds_out_half_of_every_language_and_kind_fixed_by_its_seed() -> None:
+    """The tuning / held-out split: every query in one part, at least 40 % held out overall and in each
+    language, both parts in every (language, kind), the same for the same seed, another for another."""
+    parts = split(QUERIES)
+    assert parts.keys() == {q.id for q in QUERIES}
+    assert set(parts.values()) == set(PARTS)
+    held = [q for q in QUERIES if parts[q.id] == "held-out"]
+    assert len(held) >= 0.4 * len(QUERIES)
+    for language in ("zh", "en"):
+        mine = [q for q in QUERIES if q.language == language]
+        assert sum(parts[q.id] == "held-out" for q in mine) >= 0.4 * len(mine)
+    for kind in KINDS:
+        for language in ("zh", "en"):
+            stratum = {parts[q.id] for q in QUERIES if q.kind == kind and q.language == language}
+            assert stratum == set(PARTS), (language, kind)
+    assert split(QUERIES) == parts
+    assert split(list(reversed(QUERIES))) == parts
+    assert split(QUERIES, seed=18) != parts
+    with pytest.raises(ValueError, match="held_out"):
+        split(QUERIES, held_out=1.0)
 
 
 def test_cross_chapter_queries_recall_early_chapters_from_late_ones() -> None:
