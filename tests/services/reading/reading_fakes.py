@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.context.counting import CountCache
 from services.reading.layout import Book
-from services.reading.service import Edition, ReadingService, default_page_tokens
+from services.reading.service import Edition
 from services.reading.summary import Level
 from services.reading.units import Stored, chapter_unit, page_unit
-from tests.services.reading.support import _tokenizer
+from tests.services.reading.support import reading_service
 
 MARK = "\n<!-- page -->\n"
 # Chapter 1: pages 1-3; chapter 2: pages 4-5. The Aurora is seen on page 2 and sunk on page 4.
@@ -31,24 +30,8 @@ class FakeHit:
     score: float
 
 
-def reading_service(docs: Mapping[str, str] = DOCS) -> ReadingService:
-    counter = CountCache(_tokenizer())
-
-    async def documents(project_id: str) -> list[str]:
-        return list(docs)
-
-    async def read(project_id: str, document_id: str) -> str:
-        return docs[document_id]
-
-    async def count(project_id: str) -> CountCache:
-        return counter
-
-    return ReadingService(documents=documents, read=read, counter=count, summaries=None,  # type: ignore[arg-type]
-                          page_tokens=default_page_tokens)
-
-
 async def edition() -> Edition:
-    return await reading_service().edition("p1")
+    return await reading_service(dict(DOCS)).edition("p1")
 
 
 def stored(book: Book, pages: Mapping[int, str],

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from services.context.counting import CountCache
 from services.projects import ProjectRecord
 from services.reading.layout import lay_out
 from services.reading.service import ReadingService, UnitNotFound
@@ -14,7 +13,7 @@ from services.reading.store import SummaryStore
 from services.reading.summary import SummaryProblem
 from services.reading.units import backlog, find
 from services.store import Database
-from tests.services.reading.support import _tokenizer, count
+from tests.services.reading.support import count, reading_service
 
 DOCS = {
     "ch1.md": "Mira climbed the stair.\n\nThe lamp was cold.\f\nHan waited below.",
@@ -31,19 +30,7 @@ def summary(page: int, **extra: object) -> dict[str, object]:
 @pytest.fixture
 def reading(database: Database) -> ReadingService:
     docs = dict(DOCS)
-    counter = CountCache(_tokenizer())
-
-    async def documents(project_id: str) -> list[str]:
-        return list(docs)
-
-    async def read(project_id: str, document_id: str) -> str:
-        return docs[document_id]
-
-    async def counting(project_id: str) -> CountCache:
-        return counter
-
-    service = ReadingService(documents=documents, read=read, counter=counting,
-                             summaries=SummaryStore(database))
+    service = reading_service(docs, SummaryStore(database))
     service.docs = docs  # type: ignore[attr-defined]
     return service
 

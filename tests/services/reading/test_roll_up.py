@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from services.context.counting import CountCache
 from services.errors import ProjectNotFound
 from services.projects import ProjectRecord
 from services.reading.roll_up import (
@@ -30,7 +29,7 @@ from services.reading.store import SummaryStore
 from services.reading.summary import LIMITS, SummaryProblem
 from services.store import Database
 from services.summaries.seam import CompletionRequest, CompletionUnavailable
-from tests.services.reading.support import _tokenizer
+from tests.services.reading.support import reading_service
 
 # Chapter 1: page 1 (p1.1, p1.2) and page 2 (p2.1); chapter 2: page 3 (p3.1, p3.2).
 DOCS = {
@@ -91,19 +90,7 @@ class FakeModel:
 @pytest.fixture
 def reading(database: Database) -> ReadingService:
     docs = dict(DOCS)
-    counter = CountCache(_tokenizer())
-
-    async def documents(project_id: str) -> list[str]:
-        return list(docs)
-
-    async def read(project_id: str, document_id: str) -> str:
-        return docs[document_id]
-
-    async def counting(project_id: str) -> CountCache:
-        return counter
-
-    service = ReadingService(documents=documents, read=read, counter=counting,
-                             summaries=SummaryStore(database))
+    service = reading_service(docs, SummaryStore(database))
     service.docs = docs  # type: ignore[attr-defined]
     return service
 
