@@ -131,7 +131,7 @@ async def run(args: argparse.Namespace) -> Report:
                     await project.write(name, text)
                 benchlib.progress("waiting for the retrieval index")
                 report.data["index"] = await settle_index(server.url, server.token, [project.project_id], 600)
-                layout = (await rpc.call("reading:layout", {"projectId": project.project_id}))["layout"]
+                layout = await rpc.call("reading:layout", {"projectId": project.project_id})
                 report.data["pages"] = layout["pageCount"]
                 report.data["chapters"] = len(layout["chapters"])
                 benchlib.progress("storing page and chapter summaries")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, PlainValidator, StringConstraints, WithJsonSchema
 
 from ipc.channels.projects import ProjectScoped
 from ipc.context import CallContext
@@ -23,7 +23,7 @@ from services.errors import (
     StrataError,
 )
 from services.reading.citations import Citation
-from services.reading.roll_up import NoCompleter, RollUp, RunBusy
+from services.reading.roll_up import NoCompleter, RollUp, RunBusy, read_answer
 from services.reading.service import ReadingService, UnitNotFound
 from services.reading.summary import SummaryProblem
 
@@ -32,9 +32,49 @@ PageNumber = Annotated[int, Field(ge=1, le=99_999)]
 MAX_ANSWER = 65_536
 
 
+SummaryState = Literal["current", "stale", "missing"]
+MAX_SUMMARY_TEXT = 65_536
+
+
+def _summary_input(value: Any) -> dict[str, Any] | str:
+    """An object, or text short enough to read; one error at ``summary`` otherwise (not one per form)."""
+    if isinstance(value, dict) or (isinstance(value, str) and len(value) <= MAX_SUMMARY_TEXT):
+        return value
+    raise ValueError(f"the summary must be a JSON object, or JSON text of at most {MAX_SUMMARY_TEXT} "
+                     "characters")
+
+
+SummaryInput = Annotated[dict[str, Any] | str, PlainValidator(_summary_input), WithJsonSchema(
+    {"anyOf": [{"type": "object"}, {"type": "string", "maxLength": MAX_SUMMARY_TEXT}]})]
+
+
+class PageInfo(WireModel):
+    number: int
+    paragraphs: int = Field(description="how many paragraphs the page has")
+    tokens: int
+    hash: str = Field(description="the page's content hash")
+    summary: SummaryState = Field(description="its summary: made for its text as it is now, for older "
+                                              "text (stale), or none")
+    paragraph_summaries: int = Field(description="its paragraphs with a current summary")
+
+
+class ChapterInfo(WireModel):
+    index: int
+    document_id: str
+    title: str | None
+    start_page: int
+    end_page: int
+    paged_by: str = Field(description='"markers" or "tokens"')
+    hash: str
+    summary: SummaryState
+    pages: list[PageInfo]
+
+
 class LayoutResult(WireModel):
-    layout: dict[str, Any] = Field(description="pageTokens, pageCount, chapters with their pages, and how "
-                                               "many units of each level have a current summary")
+    page_tokens: int = Field(description="the page size used where a document has no page markers")
+    page_count: int
+    chapters: list[ChapterInfo]
+    summaries: dict[str, int] = Field(description="units of each level with a current summary")
 
 
 class PendingParams(ProjectScoped):
@@ -57,9 +97,10 @@ class PendingResult(WireModel):
 
 class PutParams(ProjectScoped):
     level: Level
-    unit: Annotated[str, StringConstraints(min_length=1, max_length=32)] = Field(
-        description='"p12.3" (a paragraph), "12" (a page) or "3" (a chapter)')
-    summary: dict[str, Any] = Field(description="the summary JSON object")
+    unit: Annotated[str, StringConstraints(min_length=1, max_length=32)] | PageNumber = Field(
+        description='"p12.3" (a paragraph), "12" or 12 (a page), "3" or 3 (a chapter)')
+    summary: SummaryInput = Field(
+        description="the summary: a JSON object, or the model's reply holding one as JSON text")
 
 
 class PutResult(WireModel):
@@ -132,7 +173,7 @@ def register_reading(registry: Registry, reading: ReadingService, roll_up: RollU
                      summary="The book: chapters (documents in natural order), their pages and each page's "
                              "paragraph count.", errors=(ProjectNotFound,))
     async def layout(params: ProjectScoped, ctx: CallContext) -> LayoutResult:
-        return LayoutResult(layout=await reading.layout(params.project_id))
+        return LayoutResult.model_validate(await reading.layout(params.project_id))
 
     @registry.method("reading:summaries:pending", params=PendingParams, result=PendingResult,
                      summary="Every unit of a level without a current summary, with the seed's prompt "
@@ -154,7 +195,8 @@ def register_reading(registry: Registry, reading: ReadingService, roll_up: RollU
                              ReadingSummaryTooLong, ReadingSpoiler, InvalidParams))
     async def put(params: PutParams, ctx: CallContext) -> PutResult:
         try:
-            accepted = await reading.put(params.project_id, params.level, params.unit, params.summary)
+            summary = read_answer(params.summary) if isinstance(params.summary, str) else params.summary
+            accepted = await reading.put(params.project_id, params.level, str(params.unit), summary)
         except UnitNotFound:
             raise ReadingUnitNotFound() from None
         except SummaryProblem as problem:

@@ -114,6 +114,14 @@ class ReadingService:
         current = {level: sum(units.is_current(u, stored[level]) for u in units.units(book, level))
                    for level in ("paragraph", "page", "chapter")}
         layout["summaries"] = current
+        paragraphs = stored["paragraph"]
+        for chapter, entry in zip(book.chapters, layout["chapters"], strict=True):
+            entry["summary"] = units.state(units.chapter_unit(chapter), stored["chapter"])
+            for page, shown in zip(book.pages[chapter.start_page - 1:chapter.end_page], entry["pages"],
+                                   strict=True):
+                shown["summary"] = units.state(units.page_unit(page), stored["page"])
+                shown["paragraphSummaries"] = sum(units.is_current(units.paragraph_unit(p), paragraphs)
+                                                  for p in page.paragraphs)
         return layout
 
     async def pending(self, project_id: str, level: Level) -> units.Backlog:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from services.reading import prompts
 from services.reading.layout import Book, Chapter, Page, Paragraph
@@ -94,6 +95,14 @@ def find(book: Book, level: Level, name: str) -> Unit | None:
 def is_current(unit: Unit, stored: Mapping[str, Stored]) -> bool:
     found = stored.get(unit.name)
     return found is not None and found.hash == unit.hash
+
+
+def state(unit: Unit, stored: Mapping[str, Stored]) -> Literal["current", "stale", "missing"]:
+    """Whether the unit's stored summary was made for its text as it is now."""
+    found = stored.get(unit.name)
+    if found is None:
+        return "missing"
+    return "current" if found.hash == unit.hash else "stale"
 
 
 def backlog(book: Book, level: Level, stored: Mapping[Level, Mapping[str, Stored]]) -> Backlog:

@@ -30,22 +30,29 @@ async def book(rpc: RpcClient, tmp_path: Path) -> Project:
 
 
 async def layout(rpc: RpcClient, project: Project) -> dict[str, Any]:
-    result: dict[str, Any] = (await rpc.call("reading:layout", {"projectId": project.project_id}))["layout"]
+    result: dict[str, Any] = await rpc.call("reading:layout", {"projectId": project.project_id})
     return result
 
 
 async def test_layout_is_stable_under_an_edit_of_page_20(rpc: RpcClient, book: Project) -> None:
-    """Three chapters, 34 pages; editing page 20 leaves pages 1-19 (numbers and hashes) as they were
-    and their summaries current."""
-    before = await layout(rpc, book)
-    pages = [p for c in before["chapters"] for p in c["pages"]]
-    assert [c["documentId"] for c in before["chapters"]] == ["ch01.md", "ch02.md", "ch03.md"]
-    assert len(pages) == before["pageCount"] >= 30
-    for n in range(1, 20):
-        page_paragraphs = pages[n - 1]["paragraphs"]
-        for intra in range(1, page_paragraphs + 1):
+    """Three chapters, 34 pages; editing page 20 leaves pages 1-19 (numbers, hashes and summary states)
+    as they were, their summaries current, and marks page 20's summary stale. A page may be named by
+    its number, and a summary given as the model's JSON text."""
+    first = await layout(rpc, book)
+    assert [c["documentId"] for c in first["chapters"]] == ["ch01.md", "ch02.md", "ch03.md"]
+    assert first["pageCount"] >= 30
+    for n in range(1, 21):
+        page = [p for c in first["chapters"] for p in c["pages"]][n - 1]
+        for intra in range(1, page["paragraphs"] + 1):
             await rpc.call("reading:summaries:put", {"projectId": book.project_id, "level": "paragraph",
                                                      "unit": f"p{n}.{intra}", "summary": summary(n)})
+    await rpc.call("reading:summaries:put", {"projectId": book.project_id, "level": "page", "unit": 19,
+                                             "summary": summary(19)})
+    await rpc.call("reading:summaries:put", {"projectId": book.project_id, "level": "page", "unit": "20",
+                                             "summary": "```json\n" + json.dumps(summary(20)) + "\n```"})
+    before = await layout(rpc, book)
+    pages = [p for c in before["chapters"] for p in c["pages"]]
+    assert [p["summary"] for p in pages[18:21]] == ["current", "current", "missing"]
     text = chapter_two().replace("苏晚在第8天点亮了灯。", "苏晚在第8天很晚才点亮了灯。")
     assert text != chapter_two()
     await book.write("ch02.md", text)
@@ -53,6 +60,9 @@ async def test_layout_is_stable_under_an_edit_of_page_20(rpc: RpcClient, book: P
     pages_after = [p for c in after["chapters"] for p in c["pages"]]
     assert pages_after[:19] == pages[:19]
     assert pages_after[19]["hash"] != pages[19]["hash"]
+    assert pages_after[19]["summary"] == "stale"
+    assert pages_after[19]["paragraphSummaries"] < pages[19]["paragraphSummaries"]
+    assert after["chapters"][1]["summary"] == "missing"
     pending = await rpc.call("reading:summaries:pending", {"projectId": book.project_id,
                                                            "level": "paragraph"})
     stale = {p["unit"] for p in pending["pending"]}

@@ -117,7 +117,7 @@ async def test_run_without_a_completing_client_is_reading_no_completer(rpc: Rpc,
     await _write(rpc, project_id, CHAPTERS)
     error = await rpc.error("reading:summaries:run", {"projectId": project_id})
     assert (error["code"], error["data"]) == (-32094, {"code": "READING_NO_COMPLETER"})
-    layout = (await rpc.call("reading:layout", {"projectId": project_id}))["layout"]
+    layout = await rpc.call("reading:layout", {"projectId": project_id})
     assert layout["summaries"] == {"paragraph": 0, "page": 0, "chapter": 0}
     missing = await rpc.error("reading:summaries:run", {"projectId": "0" * 16})
     assert missing["data"]["code"] == "PROJECT_NOT_FOUND"
@@ -143,7 +143,7 @@ async def test_run_through_a_completing_client_summarises_the_book(rpc: Rpc, pro
     for level in ("paragraph", "page", "chapter"):
         pending = await rpc.call("reading:summaries:pending", {"projectId": project_id, "level": level})
         assert (pending["pending"], pending["waiting"]) == ([], 0)
-    layout = (await rpc.call("reading:layout", {"projectId": project_id}))["layout"]
+    layout = await rpc.call("reading:layout", {"projectId": project_id})
     assert layout["summaries"] == {"paragraph": 4, "page": 3, "chapter": 2}
     again = await model.reply("reading:summaries:run", {"projectId": project_id, "level": "page"})
     assert again["result"]["levels"] == {"paragraph": {"done": 0, "refused": 0, "failed": 0, "remaining": 0},
@@ -171,12 +171,12 @@ async def test_the_page_size_setting_changes_the_page_count(rpc: Rpc, project_id
     await _write(rpc, project_id, {"ch1.md": UNMARKED})
     settings = (await rpc.call("project:settings:get", {"projectId": project_id}))["settings"]
     assert settings["readingPageTokens"] == 400
-    before = (await rpc.call("reading:layout", {"projectId": project_id}))["layout"]
+    before = await rpc.call("reading:layout", {"projectId": project_id})
     assert (before["pageTokens"], before["pageCount"]) == (400, 1)
     updated = (await rpc.call("project:settings:update", {
         "projectId": project_id, "version": settings["version"], "readingPageTokens": 60}))["settings"]
     assert updated["readingPageTokens"] == 60
-    after = (await rpc.call("reading:layout", {"projectId": project_id}))["layout"]
+    after = await rpc.call("reading:layout", {"projectId": project_id})
     pages = after["chapters"][0]["pages"]
     assert after["pageTokens"] == 60
     assert after["pageCount"] == len(pages) > 1
