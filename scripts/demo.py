@@ -111,6 +111,14 @@ def found_by(hit: Hit | None) -> str:
     return "both" if hit.dense_rank is not None else "words"
 
 
+def _encoder(info: dict[str, Any], configured: str) -> str:
+    """The encoder the index uses and why, as ``system:info`` tells it (else the configured one)."""
+    embedding = info.get("embedding")
+    if isinstance(embedding, dict) and "name" in embedding:
+        return f"{embedding['name']}, {embedding.get('reason', 'configured')}"
+    return configured
+
+
 def _rank(rank: int | None) -> str:
     return "-" if rank is None else str(rank + 1)
 
@@ -204,6 +212,7 @@ async def main(language: str, budget: int | None, verbose: bool = False) -> None
             project_id = await seed_novel(call, root / "lighthouse", language)
             index = await wait_for_index(call, project_id, len(chapters))
             indexed = time.perf_counter() - started
+            info = await call("system:info", {})
             text = (await call("document:read", {"projectId": project_id, "documentId": document}))["text"]
             if budget:
                 profile = await call("context:budget:get", {"projectId": project_id})
@@ -215,7 +224,7 @@ async def main(language: str, budget: int | None, verbose: bool = False) -> None
         finally:
             await services.aclose()
     print(f"sample novel: {len(chapters)} chapters ({', '.join(chapters)}), indexed into {index['chunks']} "
-          f"chunks in {indexed:.1f} s (embedding: {config.embedding})")
+          f"chunks in {indexed:.1f} s (encoder: {_encoder(info, config.embedding)})")
     print(f"assembling 'continue' at the end of {document}; instruction: {instruction}")
     print("\n=== system prompt ===\n" + result["systemPrompt"])
     print("\n=== prompt ===\n" + result["prompt"])
