@@ -135,6 +135,7 @@ def open_services(config: Config) -> Services:
         documents = CheckedDocumentStore(database, config.folder_policy(),
                                          max_bytes=min(MAX_DOCUMENT_BYTES, config.max_frame_bytes // 2))
         retrieval = create_retrieval(database, vectors, tokenizer, embedding=config.embedding,
+                                     configured="embedding" in config.model_fields_set,
                                      cache_dir=config.data_dir / "cache", roots=documents.root,
                                      debounce=config.index_debounce)
         documents.on_write = retrieval.document_written
@@ -171,6 +172,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
         connections=connections,
         completions=completions,
         tokenizer_problems=tokenizers.problems,
+        embedding=services.retrieval.describe_embedding(),
     )
     database, documents, retrieval = services.database, services.documents, services.retrieval
     projects = ProjectService(database, on_open=retrieval.project_opened, policy=config.folder_policy())

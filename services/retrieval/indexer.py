@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -28,8 +29,9 @@ from services.projects.documents import (
     resolve_document,
     walk_document_ids,
 )
-from services.retrieval.chunking import OVERLAP_TOKENS, TARGET_TOKENS, chunk_text
+from services.retrieval.chunking import OVERLAP_TOKENS, TARGET_TOKENS, chunk_text, content_hash
 from services.retrieval.lexical import Terms
+from services.retrieval.query import SentenceVectors
 from services.retrieval.store import ChunkRecord, ChunkStore, FileStamp, IndexState
 from services.retrieval.vectors import VectorIndex
 
@@ -39,7 +41,7 @@ LAYOUT = 3  # bump when chunking or the meaning of stored chunks changes: every 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 Progress = Callable[[int, int], None]
-_EMBED_BATCH = 64  # sentences embedded between checks of ``stop``
+_EMBED_BATCH = 32  # sentences embedded between checks of ``stop`` (about a second with e5)
 
 
 class IndexStopped(Exception):
@@ -52,7 +54,9 @@ class SyncReport:
     changed: int = 0
     removed: int = 0
     chunks: int = 0  # written for changed documents
-    embedded: int = 0
+    embedded: int = 0  # new chunks (content not indexed before for the document)
+    sentences: int = 0  # sentences of new chunks the encoder embedded
+    reused: int = 0  # sentences of new chunks whose vector was already stored or cached
     rebuilt: bool = False
     repaired: int = 0  # vectors that were missing and were embedded again
     seconds: float = 0.0
@@ -63,11 +67,13 @@ class SyncReport:
 class Indexer:
     def __init__(self, store: ChunkStore, vectors: VectorIndex, terms: Terms, count: Callable[[str], int], *,
                  embedding: str, tokenizer: str, max_bytes: int = MAX_DOCUMENT_BYTES,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None, cache: SentenceVectors | None = None) -> None:
         self._store = store
         self._vectors = vectors
         self._terms = terms
         self._count = count
+        # Sentences an assembly embedded before this pass saw them (the one being typed): reused here.
+        self.cache = cache or SentenceVectors()
         self.state = IndexState(LAYOUT, embedding, tokenizer)
         self._max_bytes = max_bytes
         self.stop = stop or threading.Event()
@@ -102,7 +108,7 @@ class Indexer:
         report.seconds = time.perf_counter() - started
         _log.info("retrieval.synced", project_id=project_id, documents=report.documents,
                   changed=report.changed, removed=report.removed, chunks=report.chunks,
-                  embedded=report.embedded,
+                  embedded=report.embedded, sentences=report.sentences, reused=report.reused,
                   rebuilt=report.rebuilt, repaired=report.repaired, ms=round(report.seconds * 1e3, 1))
         return report
 
@@ -124,7 +130,7 @@ class Indexer:
         chunks = self._chunks(project_id, document_id, text, old)
         have = {c.vector_id for c in old}
         fresh = {c.vector_id: c for c in chunks if c.vector_id not in have}
-        self._embed(project_id, fresh.values())
+        self._embed(project_id, fresh.values(), report, reuse=old)
         self._store.replace(project_id, document_id, now, chunks)
         report.updates[document_id] = chunks
         kept = {c.vector_id for c in chunks}
@@ -141,16 +147,45 @@ class Indexer:
                             known_terms.get(c.hash) or tuple(self._terms(c.text)))
                 for c in chunk_text(text, self._count, target=TARGET_TOKENS, overlap=OVERLAP_TOKENS)]
 
-    def _embed(self, project_id: str, chunks: Iterable[ChunkRecord]) -> None:
-        """Embed every sentence of ``chunks`` (see :func:`chunking.passages`) into the vector store."""
+    def _embed(self, project_id: str, chunks: Iterable[ChunkRecord], report: SyncReport | None = None, *,
+               reuse: Sequence[ChunkRecord] = ()) -> None:
+        """Store a vector for every sentence of ``chunks`` (see :func:`chunking.passages`).
+
+        A sentence that ``reuse`` (the document's chunks before this edit) already had keeps its
+        stored vector, and so does one an assembly embedded meanwhile (the cache): only sentences
+        new to the document go through the encoder.
+        """
         pending = [(pid, text, c) for c in chunks for pid, text in c.passages()]
-        for start in range(0, len(pending), _EMBED_BATCH):
+        known = self._known_vectors(project_id, [text for _, text, _ in pending], reuse)
+        fresh = [p for p in pending if content_hash(p[1]) not in known]
+        kept = [(pid, c.document_id, c.vector_id, known[content_hash(text)]) for pid, text, c in pending
+                if content_hash(text) in known]
+        for start in range(0, len(kept), _EMBED_BATCH):
+            self._vectors.add(project_id, kept[start:start + _EMBED_BATCH])
+        for start in range(0, len(fresh), _EMBED_BATCH):
             if self.stop.is_set():
                 raise IndexStopped
-            batch = pending[start:start + _EMBED_BATCH]
+            batch = fresh[start:start + _EMBED_BATCH]
             vectors = self._vectors.embedding([text for _, text, _ in batch])
             self._vectors.add(project_id, [(pid, c.document_id, c.vector_id, v)
                                            for (pid, _, c), v in zip(batch, vectors, strict=True)])
+        if report is not None:
+            report.sentences += len(fresh)
+            report.reused += len(kept)
+
+    def _known_vectors(self, project_id: str, texts: Sequence[str],
+                       reuse: Sequence[ChunkRecord]) -> dict[str, Any]:
+        """Vectors already made for ``texts``, by sentence content hash: from the cache, then the
+        vector store (the ``reuse`` chunks' sentences)."""
+        wanted = {content_hash(text) for text in texts}
+        known = {key: vector for key in wanted
+                 if (vector := self.cache.get(project_id, key)) is not None}
+        stored = {content_hash(text): pid for c in reuse for pid, text in c.passages()}
+        lookup = {stored[key]: key for key in wanted - known.keys() if key in stored}
+        if lookup:
+            for pid, vector in self._vectors.vectors(project_id, lookup).items():
+                known[lookup[pid]] = vector
+        return known
 
     def _repair(self, project_id: str, current: Sequence[ChunkRecord]) -> int:
         """Make the vector store hold exactly the vectors of ``current`` (it may have lost some)."""

@@ -8,16 +8,16 @@ from typing import Protocol
 
 from services.context.models import Item
 from services.context.screening import MAX_RETRIEVED
+from services.retrieval.query import DenseQuery
 from services.retrieval.search import Exclusion, Hit
 from services.sources.base import GatherContext
 
 
 class Searcher(Protocol):
-    async def search(self, project_id: str, query: str, *, limit: int = ...,
-                     exclude: Exclusion | None = ..., dense_query: str | None = ...) -> list[Hit]: ...
+    async def search(self, project_id: str, query: str, *, limit: int = ..., exclude: Exclusion | None = ...,
+                     dense_query: str | DenseQuery | None = ...) -> list[Hit]: ...
 
 
-DENSE_BEFORE = 300  # characters before the cursor the encoder sees
 DENSE_INSTRUCTION = 300  # characters of additionalInput the encoder sees
 
 
@@ -42,9 +42,10 @@ class RetrievalProvider:
         if where is None:
             return []
         exclude = Exclusion(ctx.document_id, ctx.window.cursor) if ctx.skill.exclude_after else None
-        # The encoder sees the sentences nearest the cursor and the start of the instruction (its cost
-        # grows with the text); BM25 gets the whole query.
-        dense = ctx.window.before[-DENSE_BEFORE:] + "\n" + ctx.additional_input[:DENSE_INSTRUCTION]
+        # The dense query is the sentences nearest the cursor, whose vectors the index already holds
+        # (only the one being typed is new), and the start of the instruction; BM25 gets the whole query.
+        dense = DenseQuery.before_cursor(ctx.window.before, ctx.additional_input[:DENSE_INSTRUCTION],
+                                         ctx.document_id)
         hits = await self.searcher.search(ctx.project_id, ctx.query, limit=MAX_RETRIEVED, exclude=exclude,
                                           dense_query=dense)
         same = ctx.counter.info.exact and ctx.counter.info.encoding == self.index_encoding

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from services.retrieval.chunking import content_hash
 from services.retrieval.lexical import Bm25
 from services.retrieval.store import ChunkRecord
 from services.retrieval.vectors import VectorHit
@@ -58,6 +59,16 @@ class Snapshot:
             self.by_vector.setdefault(chunk.vector_id, []).append(position)
         self.lexical = Bm25([chunk.terms for chunk in self.chunks])
         self.documents = len({chunk.document_id for chunk in self.chunks})
+        self._sentences: dict[str, dict[str, str]] = {}
+
+    def sentence_ids(self, document_id: str) -> Mapping[str, str]:
+        """The document's sentences in the vector store: vector id by sentence content hash."""
+        found = self._sentences.get(document_id)
+        if found is None:
+            found = {content_hash(text): pid for chunk in self.chunks if chunk.document_id == document_id
+                     for pid, text in chunk.passages()}
+            self._sentences[document_id] = found
+        return found
 
     def updated(self, documents: Mapping[str, Sequence[ChunkRecord]]) -> Snapshot:
         """A new snapshot with these documents' chunks replaced (an empty list: the document is gone)."""

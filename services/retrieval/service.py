@@ -20,8 +20,11 @@ from typing import Any
 
 import structlog
 
+from services.retrieval.chunking import content_hash
+from services.retrieval.embeddings import Embedder, embed_queries
 from services.retrieval.indexer import Indexer, IndexStopped, SyncReport
 from services.retrieval.lexical import Terms
+from services.retrieval.query import DenseQuery, combine
 from services.retrieval.search import Exclusion, Hit, Mode, Snapshot, fuse
 from services.retrieval.store import ChunkStore
 from services.retrieval.vectors import VectorIndex
@@ -70,8 +73,10 @@ class IndexStatus:
 
 class Retrieval:
     def __init__(self, store: ChunkStore, indexer: Indexer, vectors: VectorIndex, terms: Terms, *,
-                 roots: Roots, debounce: float = 0.3, watch: bool = True) -> None:
+                 roots: Roots, debounce: float = 0.3, watch: bool = True,
+                 embedder: Embedder | None = None) -> None:
         self._store = store
+        self.embedder = embedder
         self._indexer = indexer
         self._vectors = vectors
         self._terms = terms
@@ -88,8 +93,16 @@ class Retrieval:
 
     @property
     def embedding(self) -> Any:
-        """The encoder the index uses (a Chroma embedding function), for other stores to share."""
-        return self._vectors.embedding
+        """The encoder other stores share (a Chroma embedding function): the index's own, except
+        that stores embedding inside a request keep the fast bundled encoder when the index uses e5
+        (:attr:`Embedder.shared`)."""
+        return self.embedder.shared if self.embedder is not None else self._vectors.embedding
+
+    def describe_embedding(self) -> dict[str, str]:
+        """``{name, reason}`` of the encoder the index uses (for ``system:info``)."""
+        if self.embedder is not None:
+            return self.embedder.describe()
+        return {"name": self._indexer.state.embedding, "reason": "configured"}
 
     # -- keeping the index current
 
@@ -229,18 +242,22 @@ class Retrieval:
     # -- searching
 
     async def search(self, project_id: str, query: str, *, limit: int = 200, mode: Mode = "hybrid",
-                     exclude: Exclusion | None = None, dense_query: str | None = None) -> list[Hit]:
+                     exclude: Exclusion | None = None,
+                     dense_query: str | DenseQuery | None = None) -> list[Hit]:
         """The project's chunks most relevant to ``query``, best first, scores normalized to 0..1.
 
-        ``dense_query`` (default: ``query``) is what the encoder sees, cut to
-        :data:`DENSE_QUERY_CHARS`; BM25 uses ``query``.
+        ``dense_query`` (default: ``query``) is what the encoder sees: a text, embedded as a query
+        and cut to :data:`DENSE_QUERY_CHARS`, or a :class:`DenseQuery` of the writer's sentences
+        (their vectors mostly read from the index) and an instruction. BM25 uses ``query``.
         """
         project = await self._project(project_id)
         snapshot = project.snapshot
         if not snapshot.chunks or not query.strip():
             return []
         try:
-            dense = (dense_query if dense_query is not None else query)[:DENSE_QUERY_CHARS]
+            dense = dense_query if dense_query is not None else query
+            if isinstance(dense, str):
+                dense = dense[:DENSE_QUERY_CHARS]
             return await asyncio.to_thread(self._search, project_id, snapshot, query[:QUERY_CHARS], dense,
                                            limit, mode, exclude)
         except Exception:
@@ -248,24 +265,54 @@ class Retrieval:
             project.schedule(())
             raise
 
-    def _search(self, project_id: str, snapshot: Snapshot, query: str, dense_query: str, limit: int,
-                mode: Mode, exclude: Exclusion | None) -> list[Hit]:
+    def _search(self, project_id: str, snapshot: Snapshot, query: str, dense_query: str | DenseQuery,
+                limit: int, mode: Mode, exclude: Exclusion | None) -> list[Hit]:
         dense: list[tuple[int, str, float]] = []
-        if mode != "lexical" and dense_query.strip():
+        vector = self._query_vector(project_id, snapshot, dense_query) if mode != "lexical" else None
+        if vector is not None:
             # Hybrid scores give nothing to chunks past the dense floor rank, so a hundred sentences
             # are plenty; dense alone ranks them all (several sentences may share a chunk).
             wanted = 4 * limit if mode == "dense" else DENSE_SENTENCES
-            hits = self._vectors.query(project_id, self._embed_query(dense_query), wanted)
+            hits = self._vectors.query(project_id, vector, wanted)
             dense = snapshot.dense_positions(hits)
         lexical = [] if mode == "dense" else snapshot.lexical.search(self._terms(query), 2 * limit)
         return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude)
+
+    def _query_vector(self, project_id: str, snapshot: Snapshot, query: str | DenseQuery) -> Any | None:
+        """The vector to search with, or None when there is nothing to ask."""
+        if isinstance(query, str):
+            return self._embed_query(query) if query.strip() else None
+        if not query:
+            return None
+        sentences = self._sentence_vectors(project_id, snapshot, query)
+        instruction = self._embed_query(query.instruction[:DENSE_QUERY_CHARS]) if query.instruction else None
+        return combine(sentences, instruction)
+
+    def _sentence_vectors(self, project_id: str, snapshot: Snapshot, query: DenseQuery) -> list[Any]:
+        """A passage vector per sentence: cached, else stored in the index, else embedded now (and
+        cached, so the next assembly and the next index pass reuse it)."""
+        cache = self._indexer.cache
+        keys = [content_hash(text) for text in query.sentences]
+        found = {key: vector for key in set(keys) if (vector := cache.get(project_id, key)) is not None}
+        stored = snapshot.sentence_ids(query.document_id) if query.document_id else {}
+        lookup = {stored[key]: key for key in set(keys) - found.keys() if key in stored}
+        if lookup:
+            for pid, vector in self._vectors.vectors(project_id, lookup).items():
+                found[lookup[pid]] = vector
+                cache.put(project_id, lookup[pid], vector)
+        new = {key: text for key, text in zip(keys, query.sentences, strict=True) if key not in found}
+        if new:
+            for key, vector in zip(new, self._vectors.embedding(list(new.values())), strict=True):
+                found[key] = vector
+                cache.put(project_id, key, vector)
+        return [found[key] for key in keys]
 
     def _embed_query(self, query: str) -> Any:
         with self._queries_lock:
             if query in self._queries:
                 self._queries.move_to_end(query)
                 return self._queries[query]
-        vector = self._vectors.embedding([query])[0]
+        vector = embed_queries(self._vectors.embedding, [query])[0]
         with self._queries_lock:
             self._queries[query] = vector
             if len(self._queries) > 256:

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import structlog
 
 _log = structlog.get_logger("retrieval.vectors")
+_GET_BATCH = 1000  # ids per read of stored vectors
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}[A-Za-z0-9]|[A-Za-z0-9]")
 
 
@@ -109,6 +110,16 @@ class VectorIndex:
             self._collection(project_id).upsert(
                 ids=[v[0] for v in vectors], embeddings=[v[3] for v in vectors],
                 metadatas=[{"project_id": project_id, "document_id": v[1], "chunk": v[2]} for v in vectors])
+
+    def vectors(self, project_id: str, ids: Iterable[str]) -> dict[str, Any]:
+        """The stored vectors of those ``ids`` the collection holds, by id (others are left out)."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, Any] = {}
+        collection = self._collection(project_id)
+        for start in range(0, len(wanted), _GET_BATCH):
+            got = collection.get(ids=wanted[start:start + _GET_BATCH], include=["embeddings"])
+            found.update(zip(got["ids"], got["embeddings"], strict=True))
+        return found
 
     def delete(self, project_id: str, ids: Iterable[str]) -> None:
         batch = list(ids)

@@ -38,7 +38,7 @@ def test_defaults(clean_env: Path) -> None:
         "debug": False,
         "database_url": None,
         "chroma_url": None,
-        "embedding": "use-multilingual",
+        "embedding": "multilingual-e5-small",
         "index_debounce": 0.3,
         "log_level": "info",
         "allowed_origins": (),
@@ -213,7 +213,8 @@ def test_unknown_embeddings_are_refused(tmp_path: Path, spec: str) -> None:
         Config(data_dir=tmp_path, embedding=spec)
 
 
-@pytest.mark.parametrize("spec", ["use-multilingual", "chroma-default", "sentence-transformers:m",
+@pytest.mark.parametrize("spec", ["multilingual-e5-small", "use-multilingual", "chroma-default",
+                                  "sentence-transformers:m",
                                   "openai:http://127.0.0.1:8080/v1#text-embedding-3-small"])
 def test_known_embeddings_are_accepted(tmp_path: Path, spec: str) -> None:
     """Each documented embedding form is accepted as given."""

@@ -1,4 +1,4 @@
-"""The offline multilingual embedder: Chroma's EmbeddingFunction protocol, registration, quality."""
+"""The offline multilingual embedders: Chroma's EmbeddingFunction protocol, registration, quality."""
 
 from __future__ import annotations
 
@@ -9,17 +9,21 @@ import pytest
 from chromadb.utils.embedding_functions import known_embedding_functions
 
 from services.retrieval.embedding_spec import DEFAULT_EMBEDDING, parse_embedding
-from services.retrieval.embeddings import MultilingualUse, make_embedding
+from services.retrieval.embeddings import MultilingualE5, MultilingualUse, make_embedding
 from services.retrieval.vectors import close_vector_store, open_vector_store
 
 
-def test_the_default_is_the_bundled_encoder_registered_with_chroma() -> None:
-    """use-multilingual builds the bundled encoder; Chroma knows it by name and rebuilds it from config."""
-    embedding = make_embedding(DEFAULT_EMBEDDING)
-    assert isinstance(embedding, MultilingualUse)
-    assert known_embedding_functions[MultilingualUse.name()] is MultilingualUse
-    assert isinstance(MultilingualUse.build_from_config(embedding.get_config()), MultilingualUse)
-    assert not embedding.is_legacy()
+def test_the_default_is_e5_and_both_bundled_encoders_are_registered_with_chroma() -> None:
+    """The default config string builds e5; e5 and use-multilingual are each known to Chroma by name and
+    rebuilt from their config."""
+    assert DEFAULT_EMBEDDING == "multilingual-e5-small"
+    assert isinstance(make_embedding(DEFAULT_EMBEDDING), MultilingualE5)
+    for cls, spec in ((MultilingualE5, "multilingual-e5-small"), (MultilingualUse, "use-multilingual")):
+        embedding = make_embedding(spec)
+        assert isinstance(embedding, cls)
+        assert known_embedding_functions[cls.name()] is cls
+        assert isinstance(cls.build_from_config(embedding.get_config()), cls)
+        assert not embedding.is_legacy()
 
 
 def test_vectors_are_512_normalized_and_rank_paraphrases_first_in_both_languages() -> None:
@@ -51,7 +55,8 @@ def test_a_collection_made_with_it_reopens_without_naming_it(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("spec", "kind"), [
-    ("use-multilingual", "use-multilingual"), ("chroma-default", "chroma-default"),
+    ("multilingual-e5-small", "multilingual-e5-small"), ("use-multilingual", "use-multilingual"),
+    ("chroma-default", "chroma-default"),
     ("sentence-transformers:paraphrase-multilingual-MiniLM-L12-v2", "sentence-transformers"),
     ("openai:http://127.0.0.1:8080/v1#bge-m3", "openai")])
 def test_config_strings_name_their_kind(spec: str, kind: str) -> None:
@@ -61,5 +66,5 @@ def test_config_strings_name_their_kind(spec: str, kind: str) -> None:
 
 def test_an_unknown_config_string_is_refused() -> None:
     """Anything else is a ValueError that lists the accepted forms."""
-    with pytest.raises(ValueError, match="use-multilingual, chroma-default"):
+    with pytest.raises(ValueError, match="multilingual-e5-small, use-multilingual, chroma-default"):
         make_embedding("word2vec")

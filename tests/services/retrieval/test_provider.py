@@ -9,6 +9,7 @@ from services.context.models import Layer
 from services.context.screening import MAX_RETRIEVED
 from services.context.skills import get_skill
 from services.retrieval.provider import RetrievalProvider
+from services.retrieval.query import DenseQuery
 from services.retrieval.search import Exclusion, Hit
 from services.sources.base import GatherContext
 from services.sources.window import cut_window
@@ -23,10 +24,10 @@ COUNTER = CountCache(resolve_tokenizer())
 class Searcher:
     hits: list[Hit]
     calls: list[tuple[str, str, int, Exclusion | None]] = field(default_factory=list)
-    dense: list[str | None] = field(default_factory=list)
+    dense: list[str | DenseQuery | None] = field(default_factory=list)
 
-    async def search(self, project_id: str, query: str, *, limit: int = 200,
-                     exclude: Exclusion | None = None, dense_query: str | None = None) -> list[Hit]:
+    async def search(self, project_id: str, query: str, *, limit: int = 200, exclude: Exclusion | None = None,
+                     dense_query: str | DenseQuery | None = None) -> list[Hit]:
         self.calls.append((project_id, query, limit, exclude))
         self.dense.append(dense_query)
         return self.hits
@@ -43,7 +44,8 @@ def _hit(document: str, start: int, tokens: int = 999, project: str = "p1") -> H
 
 async def test_searches_with_the_text_before_the_cursor_and_the_instruction() -> None:
     """The query is the window's text just before the cursor plus additionalInput; at most 200. The
-    encoder's query is the last 300 characters before the cursor and the instruction's first 300."""
+    encoder's query is the last sentences before the cursor (whole sentences, as the index cut them,
+    nearest last) and the instruction, from the current document."""
     searcher = Searcher([])
     ctx = _ctx("continue")
     await RetrievalProvider(searcher, COUNTER.info.encoding).gather(ctx)
@@ -51,7 +53,12 @@ async def test_searches_with_the_text_before_the_cursor_and_the_instruction() ->
     assert (project_id, limit) == ("p1", MAX_RETRIEVED)
     assert query.endswith("写他想起钥匙")
     assert ctx.window.before[-50:] in query
-    assert searcher.dense == [ctx.window.before[-300:] + "\n写他想起钥匙"]
+    dense = searcher.dense[0]
+    assert isinstance(dense, DenseQuery)
+    assert (dense.instruction, dense.document_id) == ("写他想起钥匙", "卷一/第05章.md")
+    assert 1 < len(dense.sentences) <= 4
+    assert ctx.window.before.rstrip().endswith(dense.sentences[-1])
+    assert all(s in ctx.window.before[-600:] and s.endswith("。") for s in dense.sentences)
 
 
 async def test_text_after_the_cursor_is_excluded_per_skill() -> None:
