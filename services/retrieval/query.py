@@ -1,0 +1,114 @@
+"""The dense query of an assembly, made from vectors the index already holds.
+
+The text before the cursor is the writer's own prose, already cut into
+sentences and embedded as passages by the index. An assembly's dense query
+reuses those stored vectors (found by the sentence's content hash), embeds
+only the sentences the index does not hold yet (the one being typed) and the
+instruction, and combines them into one vector (:func:`combine`). So a
+slower, stronger encoder costs little per assembly.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from services.retrieval.chunking import passages
+
+# Measured on the evaluation corpus (docs/retrieval.md, "The dense query of an assembly"): the
+# sentence nearest the cursor carries the topic, older ones mostly dilute it; the instruction and the
+# sentences together rank better than either alone.
+CONTEXT_CHARS = 600  # the text before the cursor whose sentences make the query
+CONTEXT_SENTENCES = 4  # at most this many of them, the nearest the cursor
+RECENCY = 0.3  # a sentence's weight is RECENCY ** (sentences between it and the cursor)
+INSTRUCTION_WEIGHT = 0.5  # the instruction's share of the query when there are sentences too
+
+
+@dataclass(frozen=True, slots=True)
+class DenseQuery:
+    """What the encoder is asked: the writer's sentences before the cursor (oldest first), embedded
+    as passages (most are in the index), and an instruction, embedded as a query."""
+
+    sentences: tuple[str, ...] = ()
+    instruction: str = ""
+    document_id: str | None = None  # the document the sentences are from: its stored vectors are reused
+
+    @classmethod
+    def before_cursor(cls, before: str, instruction: str = "", document_id: str | None = None) -> DenseQuery:
+        """The last sentences of ``before`` (cut as the index cuts them) and the instruction."""
+        return cls(tuple(context_sentences(before)), instruction.strip(), document_id)
+
+    def __bool__(self) -> bool:
+        return bool(self.sentences) or bool(self.instruction)
+
+
+def context_sentences(before: str, chars: int = CONTEXT_CHARS, limit: int = CONTEXT_SENTENCES) -> list[str]:
+    """The sentences of the last ``chars`` characters of ``before``, at most ``limit``, oldest first.
+
+    The text is taken from the start of a line, so that it is cut into sentences as the index
+    cut the chunk that holds it (:func:`chunking.passages`), and a sentence cut in half by the
+    ``chars`` limit is left out.
+    """
+    start = max(0, len(before) - chars)
+    if start:
+        line = before.find("\n", start - 1)
+        start = line + 1 if line != -1 else len(before)
+        if start >= len(before):  # one long paragraph: from the first sentence that starts in range
+            found = passages(before[len(before) - chars:])
+            return found[1:][-limit:]
+    return passages(before[start:])[-limit:]
+
+
+def combine(sentences: Sequence[Any], instruction: Any | None) -> Any:
+    """One unit query vector: the sentence vectors weighted by nearness to the cursor (the last is
+    nearest), and the instruction's vector for :data:`INSTRUCTION_WEIGHT` of it."""
+    parts = []
+    if len(sentences):
+        matrix = np.asarray(sentences, dtype=np.float32)
+        weights = RECENCY ** np.arange(len(matrix) - 1, -1, -1, dtype=np.float32)
+        context = (matrix * weights[:, None]).sum(axis=0)
+        parts.append((1 - INSTRUCTION_WEIGHT if instruction is not None else 1.0) * _unit(context))
+    if instruction is not None:
+        parts.append((INSTRUCTION_WEIGHT if parts else 1.0) * _unit(np.asarray(instruction, np.float32)))
+    return _unit(np.sum(parts, axis=0))
+
+
+def _unit(vector: Any) -> Any:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
+
+
+class SentenceVectors:
+    """A bounded cache of sentence passage vectors by (project id, sentence content hash).
+
+    Holds hashes and vectors, never text. Filled by the query side: the stored
+    vectors it read and the sentences it embedded, which the indexer then
+    reuses instead of embedding them again.
+    """
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self._entries: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._max = max_entries
+
+    def get(self, project_id: str, key: str) -> Any | None:
+        with self._lock:
+            vector = self._entries.get((project_id, key))
+            if vector is not None:
+                self._entries.move_to_end((project_id, key))
+            return vector
+
+    def put(self, project_id: str, key: str, vector: Any) -> None:
+        with self._lock:
+            self._entries[(project_id, key)] = vector
+            self._entries.move_to_end((project_id, key))
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
