@@ -130,7 +130,8 @@ def register_system(
 
     @registry.method("system:subscribe", params=SubscribeParams, result=Subscription,
                      summary="Choose the server notifications this connection receives "
-                             "(progress: $/progress while indexing); replaces the previous choice.")
+                             "(progress: $/progress while indexing and during reading:summaries:run); "
+                             "replaces the previous choice.")
     async def subscribe(params: SubscribeParams, ctx: CallContext) -> Subscription:
         topics = frozenset(params.topics)
         ctx.peer.subscribe(topics)
