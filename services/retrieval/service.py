@@ -14,7 +14,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,10 @@ class Retrieval:
         self._projects: dict[str, _Project] = {}
         self._opening: dict[str, asyncio.Future[_Project]] = {}
         self._closing = indexer.stop  # set by close(): passes stop between embedding batches
+        # Index passes run on a thread of their own, one pass at a time: a first index with e5 takes
+        # minutes, and in the event loop's default pool it would hold a thread that assemblies' work
+        # (searches, reads, counting) needs, and a second core the event loop needs.
+        self._indexing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-index")
         self._queries: OrderedDict[str, Any] = OrderedDict()
         self._queries_lock = threading.Lock()
         self._background: set[asyncio.Future[Any]] = set()
@@ -205,8 +211,9 @@ class Retrieval:
             verify, project.verify = project.verify, False
             progress = self._reporter(project.project_id, only)
             try:
-                report = await asyncio.to_thread(self._indexer.sync, project.project_id, project.root, only,
-                                                 verify=verify, progress=progress)
+                sync = partial(self._indexer.sync, project.project_id, project.root, only, verify=verify,
+                               progress=progress)
+                report = await asyncio.get_running_loop().run_in_executor(self._indexing, sync)
             except BaseException:
                 project.verify = True
                 raise
@@ -333,6 +340,11 @@ class Retrieval:
                 async with asyncio.timeout(30), project.lock:  # the pass that is writing, if any
                     pass
         self._projects.clear()
+        # A cancelled pass's thread goes on to its next check of ``stop`` (a batch of sentences, about
+        # a second with e5): wait for it, so that the stores it writes to are not closed under it.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(30):
+                await asyncio.to_thread(partial(self._indexing.shutdown, wait=True, cancel_futures=True))
 
 
 def _busy(project: _Project) -> bool:

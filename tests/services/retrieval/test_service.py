@@ -234,6 +234,37 @@ async def test_a_search_during_indexing_answers_from_the_last_consistent_state(t
         await opened.close()
 
 
+async def test_passes_stuck_embedding_in_many_projects_leave_searches_and_other_work_running(
+        tmp_path: Path) -> None:
+    """Index passes run one at a time on a thread of their own: with ten projects waiting to be
+    indexed and the running pass stuck in the encoder, a search of an indexed project and other work
+    of the event loop's thread pool still answer at once."""
+    root = write_project(tmp_path / "novel")
+    opened = build_retrieval(tmp_path / "data")
+    retrieval = opened.retrieval
+    try:
+        await retrieval.index_project("p1", root)
+        gated = _GatedEmbedding(retrieval._vectors.embedding)
+        retrieval._vectors.embedding = gated
+        gated.gate.clear()
+        for n in range(10):
+            folder = tmp_path / f"other-{n}"
+            folder.mkdir()
+            (folder / "a.md").write_text(f"第{n}个项目。" + "她回头看了看灯塔，又继续往前走。" * 4 + "\n",
+                                         encoding="utf-8")
+            retrieval.project_opened(f"other-{n}", folder)
+        assert await asyncio.to_thread(gated.entered.wait, 30)
+        hits = await asyncio.wait_for(retrieval.search("p1", "钥匙藏在灯塔台阶下", mode="lexical"), 5)
+        assert hits[0].document_id == "卷一/第02章.md"
+        assert await asyncio.wait_for(asyncio.gather(*(asyncio.to_thread(sum, [n, 1]) for n in range(8))),
+                                      5) == list(range(1, 9))
+        statuses = [await retrieval.status(f"other-{n}") for n in range(10)]
+        assert all(status.indexing for status in statuses)
+    finally:
+        gated.gate.set()
+        await opened.close()
+
+
 async def test_a_vector_from_another_project_fails_the_scope_check(standalone: Standalone,
                                                                    tmp_path: Path) -> None:
     """If the vector store ever hands back a chunk labelled with another project, the provider's item
