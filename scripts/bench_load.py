@@ -2,40 +2,55 @@
 
 Run from the repository root::
 
-    .venv/bin/python scripts/bench_load.py                 # readable tables (about 3 minutes)
+    .venv/bin/python scripts/bench_load.py --duration 0 --plot sweep.png   # the sweep (a few minutes)
+    .venv/bin/python scripts/bench_load.py                 # the sweep, then the overload and rate search
     .venv/bin/python scripts/bench_load.py --json          # the same figures as JSON
-    .venv/bin/python scripts/bench_load.py --duration 20   # a shorter sustained run
 
 The server is ``python -m main serve`` on a fresh data dir with its default
 limits, except ``--max-connections``: the default of 32 is raised to hold the
-``--connections`` (50) plus a few. The data is seeded through JSON-RPC only: 5 projects (3 Chinese, 2
-English), each with 25 chapters of 2,000 to 5,000 tokens, 40 constraints (10
-of them kg-derived), 60 knowledge-graph entities, 20 semantic rules (15
-confirmed) and 50 episodic memories, on the default budget profile (an 8k
-window). Deterministic for a ``--seed``. After seeding, the run waits until
-every project's retrieval index is settled (``index:status``), so the phases
-measure assemblies and not the first indexing; the time it took is reported.
+``--connections`` (50) plus a few. The data is seeded through JSON-RPC only: by
+default one project (Chinese; with ``--projects`` more, 3 in 5 Chinese and the
+rest English) of 125 chapters of 2,500 to 3,500 tokens, 40 constraints (10 of
+them kg-derived), 60 knowledge-graph entities, 20 semantic rules (15 confirmed)
+and 50 episodic memories, on the default budget profile (an 8k window).
+Deterministic for a ``--seed``. After seeding, the run waits until every
+project's retrieval index is settled (``index:status``), so the phases measure
+assemblies and not the first indexing; the time it took is reported.
 
 Phases, in order:
 
-1. **Burst, 4 per document**: the spec's scenario. 500 ``context:assemble``
-   requests, 4 for each of the 125 documents (the per-document limit, so none
-   needs to queue), sent at once from 50 connections (10 pipelined on each),
-   each at its own cursor and skill. Repeated ``--bursts`` times: the first
-   runs on cold caches (first assembly of every document).
-2. **Burst, 20 per document**: the same with 20 requests per document (2,500
-   from the 50 connections): 4 run, 8 queue, the rest must be refused at once
-   with ``CONTEXT_BACKPRESSURE``; queued ones that would wait past 2 s are
-   refused too. The latency of refusals is reported apart from successes.
-3. **Sustained**: requests at a fixed rate (open loop: sent on schedule, not
+1. **Sweep** (``--sweep``, default 50, 100, 200, 500 and 1,000): for each
+   load N, N ``context:assemble`` requests sent at once from the connections
+   (pipelined), ``--per-document`` (4) to each of N/4 documents while there
+   are documents enough, spread evenly over all of them past that (1,000: 8
+   per document, so half of them queue behind the per-document limit). A
+   document's requests are neighbouring keystrokes: cursors
+   ``--cursor-step`` (3) characters apart, one skill and instruction
+   (``--vary request``: each its own). The first point runs on cold caches.
+   Refusals (``CONTEXT_BACKPRESSURE``) are counted apart and never enter the
+   latency percentiles; a refusal at a load within the per-document limit is
+   an error. ``--plot PNG`` draws p50/p95/p99, throughput and server CPU per
+   assembly against load, and the refusals apart. The 500 point is judged
+   against spec 004 (p50 < 120, p95 < 250, p99 < 500 ms, no errors, every
+   ``tokenCount`` within its budget total).
+2. **Burst, 4 per document** (``--bursts``, default none): 4 requests for
+   every document at once, each at its own random cursor and skill.
+   The first runs on cold caches.
+3. **Burst, 20 per document**: the same with 20 requests per document: 4 run,
+   8 queue, the rest must be refused at once with ``CONTEXT_BACKPRESSURE``;
+   queued ones that would wait past 2 s are refused too. The latency of
+   refusals is reported apart from successes.
+4. **Sustained**: requests at a fixed rate (open loop: sent on schedule, not
    when the previous answer came), each to a random document, round-robin
-   over the 50 connections. Probe runs of ``--probe-seconds`` double the rate
+   over the connections. Probe runs of ``--probe-seconds`` double the rate
    until p95 reaches ``--target-ms`` (100) or a request fails, then bisect;
    the highest rate that held is then run for ``--duration`` seconds, and if
    the long run misses the target, again 15% lower (``--confirm-steps``).
+   ``--duration 0`` skips it.
 
 Latency is per request, from just before its frame is sent to its reply.
-Throughput is requests answered per second of the phase's wall time. Peak
+Throughput is requests answered per second of the phase's wall time. Every
+successful result's ``tokenCount`` is checked against its budget total. Peak
 RSS is the server's ``VmHWM`` from ``/proc/PID/status`` after each phase (it
 only grows). Server, client and other processes' CPU are reported as in
 ``bench_rpc.py``: the clients run in this process and share the two cores
@@ -47,6 +62,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import itertools
 import json
 import math
@@ -71,6 +87,9 @@ from services.tokenizer import resolve_tokenizer
 from tests.support.process import ServerProcess
 
 SKILLS = ("continue", "polish", "expand", "rewrite")
+PER_DOCUMENT_LIMIT = 4  # the server's assemblies per document at once; more queue, or are refused
+SPEC = {"p50_ms": 120.0, "p95_ms": 250.0, "p99_ms": 500.0}  # spec 004 at 500 simultaneous assemblies
+SPEC_LOAD = 500
 DEGRADED = ("KG_UNAVAILABLE", "MEMORY_UNAVAILABLE", "RETRIEVAL_UNAVAILABLE", "CONSTRAINTS_UNAVAILABLE",
             "CONTEXT_BUDGET_FALLBACK")
 
@@ -209,6 +228,7 @@ class Outcome:
     code: str  # "ok" or the error's data.code
     retry_after_ms: int | None = None
     warnings: tuple[str, ...] = ()
+    over_budget: bool = False  # a result whose tokenCount passed its budget total
 
 
 class LoadClient:
@@ -237,8 +257,11 @@ class LoadClient:
                     data = message["error"].get("data", {})
                     outcome = Outcome(latency, str(data.get("code")), data.get("retryAfterMs"))
                 else:
-                    warnings = tuple(w.split(":", 1)[0] for w in message["result"].get("warnings", ()))
-                    outcome = Outcome(latency, "ok", warnings=warnings)
+                    result = message["result"]
+                    warnings = tuple(w.split(":", 1)[0] for w in result.get("warnings", ()))
+                    total = result.get("budget", {}).get("total")
+                    over = total is not None and result.get("tokenCount", 0) > total
+                    outcome = Outcome(latency, "ok", warnings=warnings, over_budget=over)
                 future.set_result(outcome)
         for _, future in self._pending.values():
             if not future.done():
@@ -339,6 +362,38 @@ def request_params(target: Target, rng: random.Random) -> dict[str, Any]:
     return params
 
 
+def neighbour_params(target: Target, rng: random.Random, count: int, step: int,
+                     vary: str = "document") -> list[dict[str, Any]]:
+    """``count`` requests for one document as neighbouring keystrokes send them: cursors ``step``
+    characters apart from a random start (``step`` 0: each its own random cursor), with one skill
+    and instruction for all of them (``vary`` "document") or each its own ("request")."""
+    if step <= 0:
+        return [request_params(target, rng) for _ in range(count)]
+    span = step * (count - 1)
+    start = rng.randint(0, max(target.length - span, 0))
+    shared = request_params(target, rng)
+    requests = []
+    for n in range(count):
+        params = dict(shared) if vary == "document" else request_params(target, rng)
+        params["cursorPosition"] = min(start + n * step, target.length)
+        requests.append(params)
+    return requests
+
+
+def sweep_params(targets: Sequence[Target], total: int, per_document: int, rng: random.Random,
+                 step: int, vary: str = "document") -> list[dict[str, Any]]:
+    """``total`` requests, ``per_document`` to each document while there are documents enough
+    (``total / per_document`` of them, chosen at random), spread evenly over all of them past that;
+    each document's requests are neighbours (:func:`neighbour_params`); in random order."""
+    documents = min(len(targets), max(1, math.ceil(total / per_document)))
+    chosen = rng.sample(list(targets), documents)
+    counts = [total // documents + (1 if n < total % documents else 0) for n in range(documents)]
+    params = [p for target, n in zip(chosen, counts, strict=True)
+              for p in neighbour_params(target, rng, n, step, vary)]
+    rng.shuffle(params)
+    return params
+
+
 # --------------------------------------------------------------------------- measuring
 
 
@@ -393,6 +448,7 @@ class PhaseResult:
     memory_kib: dict[str, int]
     load: Load
     notes: dict[str, Any] = field(default_factory=dict)
+    over_budget: int = 0  # results whose tokenCount passed their budget total
 
     @property
     def throughput(self) -> float:
@@ -401,6 +457,14 @@ class PhaseResult:
     @property
     def errors(self) -> int:
         return sum(n for code, n in self.codes.items() if code != "ok")
+
+    @property
+    def server_ms_per_assembly(self) -> float | None:
+        """Server CPU (user + sys) per successful assembly, in ms."""
+        ok = self.codes.get("ok", 0)
+        if self.load.server_user_s is None or not ok:
+            return None
+        return ((self.load.server_user_s or 0.0) + (self.load.server_sys_s or 0.0)) * 1e3 / ok
 
 
 def summarize(label: str, outcomes: Sequence[Outcome], wall_s: float, pid: int, load: Load,
@@ -415,7 +479,8 @@ def summarize(label: str, outcomes: Sequence[Outcome], wall_s: float, pid: int, 
         refused=latency([o.latency_ms for o in refused]),
         refused_at_once=latency([o.latency_ms for o in refused if o.latency_ms < 1000]),
         retry_after_ms=[min(hints), max(hints)] if hints else [],
-        degraded=dict(degraded), memory_kib=memory_kib(pid), load=load, notes=notes)
+        degraded=dict(degraded), memory_kib=memory_kib(pid), load=load, notes=notes,
+        over_budget=sum(o.over_budget for o in outcomes))
 
 
 async def burst(clients: Sequence[LoadClient], targets: Sequence[Target], per_document: int,
@@ -423,7 +488,13 @@ async def burst(clients: Sequence[LoadClient], targets: Sequence[Target], per_do
     """``per_document`` requests for every target, all sent at once, spread over the clients."""
     params = [request_params(t, rng) for t in targets for _ in range(per_document)]
     rng.shuffle(params)
-    shares = [params[n::len(clients)] for n in range(len(clients))]
+    return await send_burst(clients, params, pid, label, per_document=per_document, documents=len(targets))
+
+
+async def send_burst(clients: Sequence[LoadClient], params: Sequence[dict[str, Any]], pid: int, label: str,
+                     **notes: Any) -> PhaseResult:
+    """Every request in ``params`` sent at once, round-robin over the clients (pipelined on each)."""
+    shares = [list(params[n::len(clients)]) for n in range(len(clients))]
 
     async def send_all(client: LoadClient, mine: list[dict[str, Any]]) -> list[asyncio.Future[Outcome]]:
         return [await client.send("context:assemble", p) for p in mine]
@@ -435,8 +506,7 @@ async def burst(clients: Sequence[LoadClient], targets: Sequence[Target], per_do
                for f in sent]
     outcomes = await asyncio.gather(*futures)
     wall = time.perf_counter() - started
-    return summarize(label, outcomes, wall, pid, meter.stop(), per_document=per_document,
-                     documents=len(targets), connections=len(clients))
+    return summarize(label, outcomes, wall, pid, meter.stop(), connections=len(clients), **notes)
 
 
 async def at_rate(clients: Sequence[LoadClient], targets: Sequence[Target], rate: float, seconds: float,
@@ -512,6 +582,7 @@ class Report:
     command: str
     config: dict[str, Any]
     data: dict[str, Any] = field(default_factory=dict)
+    sweep: list[PhaseResult] = field(default_factory=list)
     phases: list[PhaseResult] = field(default_factory=list)
     probes: list[PhaseResult] = field(default_factory=list)
     sustained_rate: float | None = None
@@ -521,19 +592,25 @@ class Report:
         def phase(p: PhaseResult) -> dict[str, Any]:
             row = asdict(p)
             row["throughput_per_s"] = p.throughput
+            row["server_ms_per_assembly"] = p.server_ms_per_assembly
             row["load"]["server_cpu_share"] = p.load.share(
                 (p.load.server_user_s or 0.0) + (p.load.server_sys_s or 0.0))
             return row
         return {"machine": self.machine, "command": self.command, "config": self.config,
-                "data": self.data, "phases": [phase(p) for p in self.phases],
+                "data": self.data, "sweep": [phase(p) for p in self.sweep],
+                "phases": [phase(p) for p in self.phases],
                 "probes": [phase(p) for p in self.probes], "sustained_rate": self.sustained_rate,
                 "server_exit": self.server_exit}
 
     @property
     def unexpected_errors(self) -> int:
         """Failures that are not the backpressure the overload phase asks for."""
-        return sum(n for p in self.phases for code, n in p.codes.items()
+        return sum(n for p in (*self.sweep, *self.phases) for code, n in p.codes.items()
                    if code != "ok" and not (code == "CONTEXT_BACKPRESSURE" and p.notes.get("overload")))
+
+    @property
+    def over_budget(self) -> int:
+        return sum(p.over_budget for p in (*self.sweep, *self.phases, *self.probes))
 
 
 def server_child(root: Path, connections: int) -> contextlib.AbstractAsyncContextManager[ServerProcess]:
@@ -555,6 +632,7 @@ async def run_benchmark(args: argparse.Namespace,
     machine["memory_kib"] = mem_total_kib()
     report = Report(machine=machine, command=benchlib.command_line(), config=vars(args).copy())
     report.config.pop("save", None)
+    report.config.pop("plot", None)
     rng = random.Random(args.seed)
     count = resolve_tokenizer().count
     languages = ["zh" if n % 5 in (0, 2, 4) else "en" for n in range(args.projects)]
@@ -586,6 +664,15 @@ async def run_benchmark(args: argparse.Namespace,
             report.data["index"]["seconds"] = time.perf_counter() - started
             clients = [await LoadClient.open(server.url, server.token) for _ in range(args.connections)]
             try:
+                for n, level in enumerate(args.sweep):
+                    progress(f"sweep: {level} at once")
+                    params = sweep_params(targets, level, args.per_document, rng, args.cursor_step, args.vary)
+                    documents = len({(p["projectId"], p["documentId"]) for p in params})
+                    result = await send_burst(clients, params, pid, f"{level} at once" + (
+                        " (cold)" if n == 0 else ""), level=level, documents=documents,
+                        per_document=level / documents, overload=level > PER_DOCUMENT_LIMIT * documents)
+                    report.sweep.append(result)
+                    await asyncio.sleep(args.pause)
                 for n in range(args.bursts):
                     progress(f"burst {n + 1}/{args.bursts}: {args.per_document} per document")
                     label = f"burst {n + 1}, {args.per_document}/document" + (" (cold)" if n == 0 else "")
@@ -660,6 +747,85 @@ def _phase_rows(phases: Sequence[PhaseResult]) -> list[list[str]]:
     return rows
 
 
+def _sweep_rows(sweep: Sequence[PhaseResult]) -> list[list[str]]:
+    rows = []
+    for p in sweep:
+        refused = p.codes.get("CONTEXT_BACKPRESSURE", 0)
+        other = p.errors - refused
+        server = (p.load.server_user_s or 0.0) + (p.load.server_sys_s or 0.0)
+        rows.append([p.label, str(p.notes.get("documents", "-")), _fmt(p.notes.get("per_document"), 1),
+                     str(p.codes.get("ok", 0)), str(refused), str(other), str(p.over_budget),
+                     _fmt(p.ok.p50_ms), _fmt(p.ok.p95_ms), _fmt(p.ok.p99_ms), _fmt(p.ok.max_ms),
+                     _fmt(p.throughput, 0), _fmt(p.server_ms_per_assembly, 2), pct(p.load.share(server)),
+                     pct(p.load.share(p.load.others_s))])
+    return rows
+
+
+def spec_verdict(sweep: Sequence[PhaseResult]) -> str | None:
+    """Whether the 500-at-once point meets spec 004: its three percentiles, no error or refusal,
+    no result over its budget."""
+    point = next((p for p in sweep if p.notes.get("level") == SPEC_LOAD), None)
+    if point is None:
+        return None
+    misses = [f"{name[:-3]} {getattr(point.ok, name):,.1f} ms (limit {limit:g})"
+              for name, limit in SPEC.items() if not getattr(point.ok, name) < limit]
+    if point.errors:
+        misses.append(f"{point.errors} errors or refusals")
+    if point.over_budget:
+        misses.append(f"{point.over_budget} results over budget")
+    head = f"Spec 004 at {SPEC_LOAD} at once (p50 < 120, p95 < 250, p99 < 500 ms, no errors, within budget): "
+    return head + ("met" if not misses else "NOT met: " + "; ".join(misses))
+
+
+def plot_sweep(sweep: Sequence[PhaseResult], path: Path, title: str = "") -> None:
+    """p50/p95/p99 and throughput against the number of simultaneous requests, and the refusals
+    apart, as a PNG (matplotlib, imported only here)."""
+    matplotlib = importlib.import_module("matplotlib")
+    matplotlib.use("Agg")
+    plt = importlib.import_module("matplotlib.pyplot")
+    levels = [int(p.notes.get("level", p.requests)) for p in sweep]
+    fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(7.5, 9),
+                                              gridspec_kw={"height_ratios": [3, 2, 1.2]})
+    for name, style in (("p50_ms", "o-"), ("p95_ms", "s-"), ("p99_ms", "^-")):
+        top.plot(levels, [getattr(p.ok, name) for p in sweep], style, label=name[:-3])
+    for name, limit in SPEC.items():
+        top.axhline(limit, linestyle=":", linewidth=1, color="grey")
+        top.annotate(f"spec {name[:-3]} < {limit:g} ms at {SPEC_LOAD}", (levels[0], limit),
+                     textcoords="offset points", xytext=(2, 2), fontsize=7, color="grey")
+    top.set_yscale("log")
+    top.set_ylabel("latency of successful replies (ms)")
+    top.legend(loc="upper left")
+    if title:
+        top.set_title(title, fontsize=9)
+    middle.plot(levels, [p.throughput for p in sweep], "o-", color="tab:green", label="replies/s")
+    middle.set_ylabel("replies/s")
+    twin = middle.twinx()
+    twin.plot(levels, [p.server_ms_per_assembly or math.nan for p in sweep], "d--", color="tab:purple",
+              label="server CPU ms/assembly")
+    twin.set_ylabel("server CPU ms per assembly")
+    twin.set_ylim(bottom=0)
+    handles = middle.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
+    middle.legend(handles, [str(h.get_label()) for h in handles], loc="upper left", fontsize=8)
+    for axis in (top, middle):
+        axis.set_xscale("log")
+        axis.set_xticks(levels, [str(n) for n in levels])
+        axis.minorticks_off()
+        axis.grid(True, which="both", alpha=0.3)
+    middle.set_ylim(bottom=0)
+    refused = [p.codes.get("CONTEXT_BACKPRESSURE", 0) for p in sweep]
+    other = [p.errors - r for p, r in zip(sweep, refused, strict=True)]
+    names = [str(n) for n in levels]
+    bottom.bar(names, refused, color="tab:red", label="CONTEXT_BACKPRESSURE")
+    bottom.bar(names, other, bottom=refused, color="black", label="other errors")
+    bottom.set_ylim(0, max(1, *(r + o for r, o in zip(refused, other, strict=True))) * 1.15)
+    bottom.set_ylabel("refused or failed")
+    bottom.set_xlabel("simultaneous context:assemble requests")
+    bottom.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def render(report: Report) -> str:
     m = report.machine
     memory = f", {m['memory_kib'] / 2**20:.1f} GiB RAM" if m.get("memory_kib") else ""
@@ -683,8 +849,25 @@ def render(report: Report) -> str:
         " replies/s; peak RSS of the server in MiB; CPU as a share of one core; ms/req: server CPU"
         " per request, user+sys)",
     ]
-    out += table(["phase", "requests", "ok", "p50", "p95", "p99", "max", "req/s", "peak RSS", "server",
-                  "ms/req", "clients", "others"], _phase_rows(report.phases))
+    if report.over_budget:
+        out.append(f"warning: {report.over_budget} results had a tokenCount over their budget total")
+    if report.sweep:
+        c = report.config
+        out.append("")
+        out.append(f"Sweep: requests sent at once from {c['connections']} connections, "
+                   f"{c['per_document']} per document while documents last, cursors {c['cursor_step']} "
+                   "characters apart, skill and "
+                   f"instruction shared per {c['vary']} (latency of successful replies in ms; refused: "
+                   "CONTEXT_BACKPRESSURE, counted apart; ms/asm: server CPU per successful assembly)")
+        out += table(["load", "docs", "per doc", "ok", "refused", "errors", "over budget", "p50", "p95",
+                      "p99", "max", "replies/s", "ms/asm", "server", "others"], _sweep_rows(report.sweep))
+        verdict = spec_verdict(report.sweep)
+        if verdict:
+            out.append(verdict)
+    if report.phases:
+        out.append("")
+        out += table(["phase", "requests", "ok", "p50", "p95", "p99", "max", "req/s", "peak RSS", "server",
+                      "ms/req", "clients", "others"], _phase_rows(report.phases))
     out.append("")
     out.append("Errors and refusals (CONTEXT_BACKPRESSURE latency in ms; 'at once' = answered in under 1 s)")
     rows = [[p.label, _codes(p), str(p.refused.count), _fmt(p.refused_at_once.p50_ms),
@@ -692,7 +875,7 @@ def render(report: Report) -> str:
              str(p.refused.count - p.refused_at_once.count), _fmt(p.refused.max_ms),
              "-" if not p.retry_after_ms else f"{p.retry_after_ms[0]}..{p.retry_after_ms[1]}",
              ", ".join(f"{k} {v}" for k, v in sorted(p.degraded.items())) or "none"]
-            for p in report.phases]
+            for p in (*report.sweep, *report.phases)]
     out += table(["phase", "errors by code", "refused", "at once p50", "p95", "max", "after wait",
                   "max", "retryAfterMs", "degraded results"], rows)
     if report.probes:
@@ -708,21 +891,40 @@ def render(report: Report) -> str:
         out.append(f"Highest rate held for {report.config['duration']:g} s (p95 < "
                    f"{report.config['target_ms']:g} ms): "
                    + ("none found" if rate is None else f"{rate:g} requests/s"))
-    noisy = [p.label for p in (*report.phases, *report.probes) if p.load.noisy]
+    noisy = [p.label for p in (*report.sweep, *report.phases, *report.probes) if p.load.noisy]
     if noisy:
         out.append(benchlib.noisy_warning(noisy, advice=None))
     return "\n".join(out).rstrip() + "\n"
 
 
+def _levels(text: str) -> list[int]:
+    try:
+        levels = [int(part) for part in text.replace(" ", "").split(",") if part]
+    except ValueError:
+        raise argparse.ArgumentTypeError("a comma-separated list of request counts") from None
+    if any(n < 1 for n in levels):
+        raise argparse.ArgumentTypeError("request counts must be positive")
+    return levels
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--projects", type=int, default=5)
-    p.add_argument("--documents", type=int, default=25, help="chapters per project")
-    p.add_argument("--min-tokens", type=int, default=2000, help="smallest chapter")
-    p.add_argument("--max-tokens", type=int, default=5000, help="largest chapter")
+    p.add_argument("--projects", type=int, default=1)
+    p.add_argument("--documents", type=int, default=125, help="chapters per project")
+    p.add_argument("--min-tokens", type=int, default=2500, help="smallest chapter")
+    p.add_argument("--max-tokens", type=int, default=3500, help="largest chapter")
     p.add_argument("--connections", type=int, default=50)
+    p.add_argument("--sweep", type=_levels, default=[50, 100, 200, 500, 1000], metavar="N,N,...",
+                   help="simultaneous requests of each sweep point, in order ('' for none)")
+    p.add_argument("--cursor-step", type=int, default=3,
+                   help="characters between the cursors of one document's requests in a sweep point "
+                        "(0: each request its own random cursor)")
+    p.add_argument("--vary", choices=("document", "request"), default="document",
+                   help="in a sweep point, one skill and instruction per document, or each request its own")
+    p.add_argument("--plot", type=Path, default=None, metavar="PNG",
+                   help="draw the sweep (percentiles, throughput, refusals against load) to this PNG")
     p.add_argument("--per-document", type=int, default=4, help="requests per document in a burst")
-    p.add_argument("--bursts", type=int, default=3, help="bursts of --per-document (the first is cold)")
+    p.add_argument("--bursts", type=int, default=0, help="bursts of --per-document (the first is cold)")
     p.add_argument("--overload-per-document", type=int, default=20,
                    help="requests per document in the backpressure burst")
     p.add_argument("--duration", type=float, default=60.0,
@@ -745,9 +947,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if min(args.projects, args.documents, args.connections, args.per_document, args.overload_per_document,
            args.min_tokens) < 1 or args.max_tokens < args.min_tokens:
         p.error("counts and sizes must be positive (and --max-tokens at least --min-tokens)")
-    if (args.bursts < 1 or args.duration < 0 or args.probe_seconds <= 0 or args.start_rate <= 0
+    if (args.bursts < 0 or args.duration < 0 or args.probe_seconds <= 0 or args.start_rate <= 0
             or args.confirm_steps < 0):
-        p.error("--bursts must be positive, --duration not negative, probes positive")
+        p.error("--bursts and --duration must not be negative, probes positive")
     if args.rate is not None and args.rate <= 0:
         p.error("--rate must be positive")
     return args
@@ -756,8 +958,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     report = asyncio.run(run_benchmark(args, progress=benchlib.progress))
+    if args.plot is not None and report.sweep:
+        m = report.machine
+        plot_sweep(report.sweep, args.plot, f"Strata context:assemble, {report.data['documents']} documents, "
+                   f"{args.connections} connections; {m['cpu']}, {m['usable_cores']} cores")
     benchlib.emit(report.to_json(), lambda: render(report), as_json=args.json, save=args.save)
-    return 1 if report.unexpected_errors or report.server_exit != 0 else 0
+    return 1 if report.unexpected_errors or report.over_budget or report.server_exit != 0 else 0
 
 
 if __name__ == "__main__":

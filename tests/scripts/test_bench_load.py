@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -16,8 +19,8 @@ from scripts import bench_load
 from services.tokenizer import resolve_tokenizer
 
 TINY = ["--projects", "2", "--documents", "2", "--min-tokens", "300", "--max-tokens", "500",
-        "--connections", "3", "--bursts", "1", "--overload-per-document", "20", "--duration", "1",
-        "--rate", "10", "--pause", "0"]
+        "--connections", "3", "--sweep", "8,24", "--bursts", "1", "--overload-per-document", "20",
+        "--duration", "1", "--rate", "10", "--pause", "0"]
 
 
 def test_projects_are_deterministic_bilingual_and_sized() -> None:
@@ -47,6 +50,57 @@ def test_request_params_stay_in_the_document() -> None:
         assert (params["projectId"], params["documentId"]) == ("p", "a.md")
 
 
+@given(total=st.integers(1, 300), documents=st.integers(1, 40), step=st.integers(0, 9),
+       vary=st.sampled_from(["document", "request"]), seed=st.integers(0, 2**16))
+def test_sweep_requests_are_neighbours_spread_evenly(total: int, documents: int, step: int, vary: str,
+                                                     seed: int) -> None:
+    """A sweep point sends exactly its load: 4 per document while documents last, then evenly over
+    all of them (counts differ by at most one); each document's cursors lie in the document and,
+    with a step, are that many characters apart; with ``vary`` "document" one document's requests
+    share their skill and instruction."""
+    targets = [bench_load.Target("p", f"d{n}.md", 40 + 17 * n, "zh") for n in range(documents)]
+    params = bench_load.sweep_params(targets, total, 4, random.Random(seed), step, vary)
+    assert len(params) == total
+    by_document: dict[str, list[dict[str, object]]] = {}
+    for p in params:
+        by_document.setdefault(str(p["documentId"]), []).append(p)
+    counts = [len(v) for v in by_document.values()]
+    assert len(by_document) == min(documents, -(-total // 4))
+    assert max(counts) - min(counts) <= 1
+    lengths = {t.document_id: t.length for t in targets}
+    for document, mine in by_document.items():
+        cursors = sorted(int(str(p["cursorPosition"])) for p in mine)
+        assert all(0 <= c <= lengths[document] for c in cursors)
+        if step and len(mine) * step <= lengths[document]:
+            assert [b - a for a, b in itertools.pairwise(cursors)] == [step] * (len(mine) - 1)
+        if step and vary == "document":
+            assert len({(p["skillId"], p.get("additionalInput")) for p in mine}) == 1
+
+
+def test_sweep_plot_is_a_png(tmp_path: Path) -> None:
+    """The sweep's plot is written as a PNG, refusals included."""
+    pytest.importorskip("matplotlib")
+    points = [fake_result(p95, level=level) for p95, level in ((20.0, 50), (80.0, 500))]
+    points[1].codes["CONTEXT_BACKPRESSURE"] = 3
+    path = tmp_path / "sweep.png"
+    bench_load.plot_sweep(points, path, "test")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_spec_verdict_names_every_miss() -> None:
+    """The 500 point meets the spec only with all three percentiles under their limits, no error
+    and no result over budget; a miss names what missed."""
+    good = fake_result(100.0, level=500)
+    assert bench_load.spec_verdict([good]) is not None
+    assert str(bench_load.spec_verdict([good])).endswith("met")
+    slow = fake_result(300.0, level=500)
+    assert "p95 300.0 ms" in str(bench_load.spec_verdict([slow]))
+    over = fake_result(100.0, level=500)
+    over.over_budget = 2
+    assert "2 results over budget" in str(bench_load.spec_verdict([over]))
+    assert bench_load.spec_verdict([fake_result(100.0, level=50)]) is None
+
+
 def test_latency_is_nearest_rank_and_empty_is_nan() -> None:
     """Percentiles are nearest-rank in milliseconds; no samples gives NaN, not a crash."""
     stats = bench_load.latency([4.0, 1.0, 3.0, 2.0])
@@ -70,16 +124,22 @@ async def test_rate_search_doubles_then_bisects() -> None:
     assert len(probes) == 7
 
 
-def fake_result(p95: float) -> bench_load.PhaseResult:
+def fake_result(p95: float, level: int | None = None) -> bench_load.PhaseResult:
     from scripts.benchlib import Load
     ok = bench_load.latency([p95])
+    notes: dict[str, object] = {"max_send_lag_ms": 0.0}
+    if level is not None:
+        notes["level"] = level
     return bench_load.PhaseResult(label="x", requests=1, wall_s=1.0, ok=ok, codes={"ok": 1}, refused=ok,
                                   refused_at_once=ok, retry_after_ms=[], degraded={}, memory_kib={},
-                                  load=Load(wall_s=1.0, own_s=0.0), notes={"max_send_lag_ms": 0.0})
+                                  load=Load(wall_s=1.0, own_s=0.0, server_user_s=0.01, server_sys_s=0.0),
+                                  notes=notes)
 
 
 def test_whole_run_against_a_real_server(capsys: pytest.CaptureFixture[str]) -> None:
-    """One tiny run end to end: every 4-per-document request succeeds; at 20 per document each
+    """One tiny run end to end: the sweep sends each load at once (8: 4 to each of 2 documents,
+    all assembled within budget; 24: 6 per document, every one assembled or refused); every
+    4-per-document request succeeds; at 20 per document each
     document answers 12 and refuses the rest with CONTEXT_BACKPRESSURE and a retryAfterMs hint;
     the sustained phase runs at the given rate; the phases start once the retrieval index has
     settled; peak RSS and machine facts are reported; the server exits cleanly; the readable table
@@ -87,6 +147,12 @@ def test_whole_run_against_a_real_server(capsys: pytest.CaptureFixture[str]) -> 
     """
     assert bench_load.main([*TINY, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
+    small, large = report["sweep"]
+    assert (small["requests"], small["codes"], small["over_budget"]) == (8, {"ok": 8}, 0)
+    assert (small["notes"]["documents"], small["notes"]["per_document"]) == (2, 4)
+    assert small["server_ms_per_assembly"] > 0
+    assert large["requests"] == 24
+    assert large["codes"]["ok"] + large["codes"].get("CONTEXT_BACKPRESSURE", 0) == 24
     burst, overload, sustained = report["phases"]
     assert burst["requests"] == 2 * 2 * 4
     assert burst["codes"] == {"ok": 16}
@@ -109,5 +175,7 @@ def test_whole_run_against_a_real_server(capsys: pytest.CaptureFixture[str]) -> 
     bench_load.main(TINY)
     table = capsys.readouterr().out
     assert "burst, 20/document" in table
+    assert "8 at once (cold)" in table
+    assert "Spec 004" not in table  # no 500 point
     assert "CONTEXT_BACKPRESSURE" in table
     assert "Machine:" in table
