@@ -20,7 +20,7 @@ last chapter, with the query made two ways:
 Three runs of ``--calls`` calls each, after a warm-up:
 
 1. **same cursor**: the same request again (everything cached);
-2. **moving cursor**: the cursor at the end of a different sentence each call,
+2. **moving cursor**: the cursor at the end of a different paragraph each call,
    all of them already indexed (reading back, or a writer moving around);
 3. **typing**: a sentence the index has not seen grows by four characters a call.
 
@@ -119,8 +119,8 @@ async def measure(spec: str, root: Path, data: Path, document_id: str, text: str
         encoder = Counting(standalone.retrieval._vectors.embedding)
         standalone.retrieval._vectors.embedding = encoder
         counter = CountCache(standalone.tokenizer)
-        # Cursors at the ends of the last sentences of the chapter (all indexed), nearest the end last.
-        ends = [i + 1 for i, ch in enumerate(text) if ch in "。！？" and i > len(text) // 3][-(calls + 5):]
+        # Cursors at the ends of the chapter's last paragraphs (all indexed), nearest the end last.
+        ends = [i for i, ch in enumerate(text) if ch == "\n" and text[i - 1:i].strip()][-(calls + 5):]
         moving = [_context(counter, document_id, text[:end]) for end in ends]
         same = [moving[-1]] * calls
         typed = [TYPED[:min(len(TYPED), 8 + 4 * n)] + str(n) for n in range(calls)]

@@ -135,9 +135,10 @@ MIN_PASSAGE_CHARS = 12  # a shorter sentence ("他点头。") joins the next one
 MAX_PASSAGES = 24
 
 
-def passages(text: str) -> list[str]:
+def passages(text: str, limit: int | None = MAX_PASSAGES) -> list[str]:
     """The sentences of a chunk, each embedded on its own: a query matches the one sentence that
-    answers it better than the whole chunk around it. Short sentences join the next."""
+    answers it better than the whole chunk around it. Short sentences join the next; past ``limit``
+    (None: no limit), the rest are one passage."""
     found: list[str] = []
     pending = ""
     for line in _PARAGRAPH.finditer(text):
@@ -151,6 +152,6 @@ def passages(text: str) -> list[str]:
             found[-1] += pending.rstrip()
         else:
             found.append(pending.strip())
-    if len(found) > MAX_PASSAGES:
-        found[MAX_PASSAGES - 1:] = ["".join(found[MAX_PASSAGES - 1:])]
+    if limit is not None and len(found) > limit:
+        found[limit - 1:] = ["".join(found[limit - 1:])]
     return found

@@ -59,9 +59,9 @@ def context_sentences(before: str, chars: int = CONTEXT_CHARS, limit: int = CONT
         line = before.find("\n", start - 1)
         start = line + 1 if line != -1 else len(before)
         if start >= len(before):  # one long paragraph: from the first sentence that starts in range
-            found = passages(before[len(before) - chars:])
+            found = passages(before[len(before) - chars:], None)
             return found[1:][-limit:]
-    return passages(before[start:])[-limit:]
+    return passages(before[start:], None)[-limit:]
 
 
 def combine(sentences: Sequence[Any], instruction: Any | None) -> Any:
