@@ -620,7 +620,9 @@ async def run_case(rpc: RpcClient, inspector: RpcClient, case: Case,
 
 
 # The server the golden files are captured from and checked against (tests/support/process.py).
-SERVER_ARGS = ("--debug", "--index-debounce", "0.1")
+# The encoder is named: the Retrieved layer's passages depend on it (the default, e5, is pinned by
+# tests/e2e/test_retrieval.py and tests/main/test_default_embedder.py).
+SERVER_ARGS = ("--debug", "--index-debounce", "0.1", "--embedding", "use-multilingual")
 
 
 def golden_request(case: Case) -> dict[str, Any]:
