@@ -130,6 +130,8 @@ def open_services(config: Config) -> Services:
         vectors = open_vector_store(path=config.chroma_path, url=config.chroma_url)
         undo.callback(close_vector_store, vectors)
         tokenizer = resolve_tokenizer(config.tokenizer_encoding)
+        # Bounded, per project: what providers and retrieval keep between assemblies.
+        caches = SourceCaches()
         # A document must fit in a frame both ways, with room for JSON escaping.
         # Refuses a project registered at a place projects may no longer be (services/projects/roots.py).
         documents = CheckedDocumentStore(database, config.folder_policy(),
@@ -137,10 +139,10 @@ def open_services(config: Config) -> Services:
         retrieval = create_retrieval(database, vectors, tokenizer, embedding=config.embedding,
                                      configured="embedding" in config.model_fields_set,
                                      cache_dir=config.data_dir / "cache", roots=documents.root,
-                                     debounce=config.index_debounce)
+                                     debounce=config.index_debounce, results=caches.search_results)
         documents.on_write = retrieval.document_written
         services = Services(database=database, vectors=vectors, tokenizer=tokenizer, documents=documents,
-                            retrieval=retrieval)
+                            retrieval=retrieval, caches=caches)
         services.closers += [lock.release, database.close, lambda: close_vector_store(vectors)]
         undo.pop_all()
     return services

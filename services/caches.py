@@ -19,7 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -164,14 +164,39 @@ def episode_text_cache() -> ProjectCache[Hashable, Rendered]:
                         size=rendered_size)
 
 
+# Retrieval results of one project (services/retrieval/service.py), by index snapshot version and
+# query: neighbouring keystrokes and requests for the same sentence share one. A result is at most
+# MAX_RETRIEVED (200) hits whose passage texts are the index snapshot's own strings, not copies, so
+# its size is counted as its hit objects (HIT_BYTES each) plus its key (KEY_BYTES: up to 2,000
+# characters of lexical query and 600 of dense query, 4 bytes a character at most), in bytes.
+SEARCH_RESULTS = 384
+SEARCH_RESULT_BYTES = 16 * 2**20
+HIT_BYTES = 256
+KEY_BYTES = 4 * 2600
+
+SearchResults = ProjectCache[Hashable, tuple[Any, ...]]
+
+
+def search_result_size(hits: tuple[Any, ...]) -> int:
+    """Bytes a kept result holds, about: its hit objects and its key."""
+    return HIT_BYTES * len(hits) + KEY_BYTES
+
+
+def search_result_cache() -> SearchResults:
+    return ProjectCache(max_entries=SEARCH_RESULTS, max_size=SEARCH_RESULT_BYTES, max_projects=MAX_PROJECTS,
+                        size=search_result_size)
+
+
 @dataclass(frozen=True)
 class SourceCaches:
     """The per-project caches of the source providers, made once by the composition root."""
 
     entity_sheets: ProjectCache[Hashable, Rendered] = field(default_factory=entity_sheet_cache)
     episode_texts: ProjectCache[Hashable, Rendered] = field(default_factory=episode_text_cache)
+    search_results: SearchResults = field(default_factory=search_result_cache)
 
     def drop(self, project_id: str) -> None:
         """Forget everything kept for ``project_id``."""
         self.entity_sheets.drop(project_id)
         self.episode_texts.drop(project_id)
+        self.search_results.drop(project_id)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from services.retrieval.embedding_spec import DEFAULT_EMBEDDING
 
 if TYPE_CHECKING:
+    from services.caches import SearchResults
     from services.retrieval.service import Retrieval, Roots
     from services.store import Database
     from services.tokenizer import Tokenizer
@@ -21,11 +22,13 @@ if TYPE_CHECKING:
 def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
                      embedding: str = DEFAULT_EMBEDDING, configured: bool = False,
                      cache_dir: Path | None = None, roots: Roots,
-                     debounce: float = 0.3, watch: bool = True) -> Retrieval:
+                     debounce: float = 0.3, watch: bool = True,
+                     results: SearchResults | None = None) -> Retrieval:
     """The retrieval service over an open database and Chroma client (loads the encoder: blocking).
 
     ``embedding`` is the config string; ``configured`` says it was chosen rather than defaulted
-    (``system:info`` tells which). The default, e5, falls back to the Universal Sentence Encoder
+    (``system:info`` tells which). ``results`` keeps search results (the composition root's cache;
+    a private one if None). The default, e5, falls back to the Universal Sentence Encoder
     where it cannot load; the index records the encoder actually used.
     """
     from services.context.counting import CountCache
@@ -46,7 +49,7 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     indexer = Indexer(store, vectors, terms, counter.count, embedding=embedder.name,
                       tokenizer=f"{info.encoding}:{'exact' if info.exact else 'estimate'}")
     return Retrieval(store, indexer, vectors, terms, roots=roots, debounce=debounce, watch=watch,
-                     embedder=embedder)
+                     embedder=embedder, results=results)
 
 
 class Standalone:

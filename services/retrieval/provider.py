@@ -8,7 +8,7 @@ from typing import Protocol
 
 from services.context.models import Item
 from services.context.screening import MAX_RETRIEVED
-from services.retrieval.query import DenseQuery
+from services.retrieval.query import DenseQuery, settled
 from services.retrieval.search import Exclusion, Hit
 from services.sources.base import GatherContext
 
@@ -19,6 +19,7 @@ class Searcher(Protocol):
 
 
 DENSE_INSTRUCTION = 300  # characters of additionalInput the encoder sees
+QUERY_BEFORE = 800  # characters before the cursor BM25 sees
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,15 @@ class RetrievalProvider:
         if where is None:
             return []
         exclude = Exclusion(ctx.document_id, ctx.window.cursor) if ctx.skill.exclude_after else None
-        # The dense query is the sentences nearest the cursor, whose vectors the index already holds
-        # (only the one being typed is new), and the start of the instruction; BM25 gets the whole query.
-        dense = DenseQuery.before_cursor(ctx.window.before, ctx.additional_input[:DENSE_INSTRUCTION],
-                                         ctx.document_id)
-        hits = await self.searcher.search(ctx.project_id, ctx.query, limit=MAX_RETRIEVED, exclude=exclude,
+        # The query is the whole sentences before the cursor: the sentence being typed is left out, so
+        # neighbouring keystrokes ask the same query and share its result (Retrieval.search keeps it per
+        # index snapshot), and the Retrieved layer stays the same while the writer types a sentence.
+        before = settled(ctx.window.before)
+        # The dense query is the sentences nearest the cursor, whose vectors the index already holds,
+        # and the start of the instruction; BM25 gets the whole query.
+        dense = DenseQuery.before_cursor(before, ctx.additional_input[:DENSE_INSTRUCTION], ctx.document_id)
+        query = before[-QUERY_BEFORE:] + "\n" + ctx.additional_input
+        hits = await self.searcher.search(ctx.project_id, query, limit=MAX_RETRIEVED, exclude=exclude,
                                           dense_query=dense)
         same = ctx.counter.info.exact and ctx.counter.info.encoding == self.index_encoding
         return [self._item(hit, ctx, same, where) for hit in hits]

@@ -10,6 +10,7 @@ slower, stronger encoder costs little per assembly.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -62,6 +63,25 @@ def context_sentences(before: str, chars: int = CONTEXT_CHARS, limit: int = CONT
             found = passages(before[len(before) - chars:], None)
             return found[1:][-limit:]
     return passages(before[start:], None)[-limit:]
+
+
+# Where a sentence ends, as chunking cuts them: Chinese 。！？；…, or . ! ? before a space, a closer or
+# the end, with any closing quotes or brackets; a line break always ends one.
+_END = re.compile(r"""(?:[。！？；]+|…+|[.!?]+(?=[\s"'”’)\]」』）]|$))["'”’)\]」』）]*|\n""")
+_TAIL = 2000  # characters searched backwards for the last sentence end before searching all
+
+
+def settled(before: str) -> str:
+    """``before`` without the sentence being typed: up to the end of its last whole sentence, so
+    every cursor inside one sentence asks the same query (whose sentences are all in the index).
+    All of ``before`` when no sentence ends in it."""
+    last = None
+    for match in _END.finditer(before, max(0, len(before) - _TAIL)):
+        last = match
+    if last is None and len(before) > _TAIL:
+        for match in _END.finditer(before):
+            last = match
+    return before if last is None else before[:last.end()]
 
 
 def combine(sentences: Sequence[Any], instruction: Any | None) -> Any:

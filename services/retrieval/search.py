@@ -7,6 +7,8 @@ so indexing that runs meanwhile never shows it half-done state.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -24,6 +26,8 @@ MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
 # equal weights) fell below BM25 alone, this beats both on recall@5 and MRR.
 DENSE_WEIGHT = 0.3
 DENSE_FLOOR_RANK = 20
+# Every snapshot a number of its own, never reused: search results are kept by it.
+_VERSIONS = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,7 @@ class Exclusion:
 
 class Snapshot:
     def __init__(self, chunks: Sequence[ChunkRecord]) -> None:
+        self.version = next(_VERSIONS)
         self.chunks = tuple(chunks)
         self.by_vector: dict[str, list[int]] = {}
         for position, chunk in enumerate(self.chunks):
@@ -60,6 +65,7 @@ class Snapshot:
         self.lexical = Bm25([chunk.terms for chunk in self.chunks])
         self.documents = len({chunk.document_id for chunk in self.chunks})
         self._sentences: dict[str, dict[str, str]] = {}
+        self._ends: dict[str, list[int]] = {}
 
     def sentence_ids(self, document_id: str) -> Mapping[str, str]:
         """The document's sentences in the vector store: vector id by sentence content hash."""
@@ -69,6 +75,17 @@ class Snapshot:
                      for pid, text in chunk.passages()}
             self._sentences[document_id] = found
         return found
+
+    def settled_exclusion(self, exclude: Exclusion) -> Exclusion:
+        """The same exclusion with its cursor moved back to the end of the last chunk of the document
+        that ends at or before it (-1 if none does): it leaves out the very same chunks, and every
+        cursor between two chunk ends gets the same one, so their searches are one search."""
+        ends = self._ends.get(exclude.document_id)
+        if ends is None:
+            ends = self._ends[exclude.document_id] = sorted(
+                c.end for c in self.chunks if c.document_id == exclude.document_id)
+        at = bisect.bisect_right(ends, exclude.cursor)
+        return Exclusion(exclude.document_id, ends[at - 1] if at else -1)
 
     def updated(self, documents: Mapping[str, Sequence[ChunkRecord]]) -> Snapshot:
         """A new snapshot with these documents' chunks replaced (an empty list: the document is gone)."""

@@ -13,7 +13,7 @@ import contextlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,6 +22,7 @@ from typing import Any
 
 import structlog
 
+from services.caches import SearchResults, search_result_cache
 from services.retrieval.chunking import content_hash
 from services.retrieval.embeddings import Embedder, embed_queries
 from services.retrieval.indexer import Indexer, IndexStopped, SyncReport
@@ -40,6 +41,8 @@ QUERY_CHARS = 2000  # lexical query cap: terms past it add little
 DENSE_SENTENCES = 100  # nearest sentence vectors a hybrid search asks Chroma for
 DENSE_QUERY_CHARS = 600  # the encoder's cost grows with the text (~25 ms per 500 characters)
 _PROGRESS_EVERY = 0.2  # seconds between progress reports of one pass
+# (snapshot version, lexical query, dense query, limit, mode, exclusion with its cursor settled)
+_SearchKey = tuple[int, str, str | DenseQuery, int, Mode, Exclusion | None]
 
 
 @dataclass
@@ -76,7 +79,7 @@ class IndexStatus:
 class Retrieval:
     def __init__(self, store: ChunkStore, indexer: Indexer, vectors: VectorIndex, terms: Terms, *,
                  roots: Roots, debounce: float = 0.3, watch: bool = True,
-                 embedder: Embedder | None = None) -> None:
+                 embedder: Embedder | None = None, results: SearchResults | None = None) -> None:
         self._store = store
         self.embedder = embedder
         self._indexer = indexer
@@ -96,6 +99,10 @@ class Retrieval:
         self._queries: OrderedDict[str, Any] = OrderedDict()
         self._queries_lock = threading.Lock()
         self._background: set[asyncio.Future[Any]] = set()
+        # Results by (snapshot version, query, exclusion, ...), per project and bounded (made by the
+        # composition root); searches running now by the same key, so identical ones run once.
+        self._results = results if results is not None else search_result_cache()
+        self._running: dict[tuple[str, Hashable], asyncio.Future[tuple[Hit, ...]]] = {}
 
     @property
     def embedding(self) -> Any:
@@ -219,8 +226,10 @@ class Retrieval:
                 raise
             if report.rebuilt or report.repaired or verify:
                 project.snapshot = await asyncio.to_thread(self._load_snapshot, project.project_id)
+                self._results.drop(project.project_id)
             elif report.updates:
                 project.snapshot = await asyncio.to_thread(project.snapshot.updated, report.updates)
+                self._results.drop(project.project_id)
                 await asyncio.to_thread(self._vectors.delete, project.project_id, report.orphans)
             return report
 
@@ -261,16 +270,42 @@ class Retrieval:
         snapshot = project.snapshot
         if not snapshot.chunks or not query.strip():
             return []
+        dense = dense_query if dense_query is not None else query
+        if isinstance(dense, str):
+            dense = dense[:DENSE_QUERY_CHARS]
+        if exclude is not None:
+            exclude = snapshot.settled_exclusion(exclude)
+        # Everything the result depends on: the same key is the same result, until a new snapshot.
+        key = (snapshot.version, query[:QUERY_CHARS], dense, limit, mode, exclude)
+        kept = self._results.get(project_id, key)
+        if kept is not None:
+            return list(kept)
+        running = self._running.get((project_id, key))
+        if running is None:
+            running = asyncio.ensure_future(self._run_search(project, snapshot, key))
+            self._running[(project_id, key)] = running
+            running.add_done_callback(partial(self._search_done, (project_id, key)))
+        # A caller that gives up (its deadline) leaves the search running for the others waiting on it.
+        return list(await asyncio.shield(running))
+
+    def _search_done(self, running_key: tuple[str, Hashable],
+                     future: asyncio.Future[tuple[Hit, ...]]) -> None:
+        self._running.pop(running_key, None)
+        if not future.cancelled():
+            future.exception()  # seen here: every waiter gets it, none may be left
+
+    async def _run_search(self, project: _Project, snapshot: Snapshot, key: _SearchKey) -> tuple[Hit, ...]:
+        _, query, dense, limit, mode, exclude = key
         try:
-            dense = dense_query if dense_query is not None else query
-            if isinstance(dense, str):
-                dense = dense[:DENSE_QUERY_CHARS]
-            return await asyncio.to_thread(self._search, project_id, snapshot, query[:QUERY_CHARS], dense,
-                                           limit, mode, exclude)
+            hits = tuple(await asyncio.to_thread(self._search, project.project_id, snapshot, query, dense,
+                                                 limit, mode, exclude))
         except Exception:
             project.verify = True  # the vector store may be damaged: the next pass checks and repairs it
             project.schedule(())
             raise
+        if project.snapshot is snapshot:  # not kept for a snapshot already replaced
+            self._results.put(project.project_id, key, hits)
+        return hits
 
     def _search(self, project_id: str, snapshot: Snapshot, query: str, dense_query: str | DenseQuery,
                 limit: int, mode: Mode, exclude: Exclusion | None) -> list[Hit]:
