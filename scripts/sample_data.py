@@ -223,8 +223,8 @@ NOVEL_EN: dict[str, str] = {
 NOVEL: dict[str, dict[str, str]] = {"zh": NOVEL_ZH, "en": NOVEL_EN}
 # The chapter being written (the cursor is at its end) and the writer's instruction.
 NOVEL_CURSOR = {"zh": "第四章.md", "en": "chapter-04.md"}
-NOVEL_INSTRUCTION = {"zh": "写我怎样把门打开",
-                     "en": "Continue: how I get the door open"}
+NOVEL_INSTRUCTION = {"zh": "写我找到那件能开锁的东西",
+                     "en": "Continue: how I find the thing that opens the lock"}
 # The earlier passage the demo brings back by meaning: its document and a phrase of it.
 NOVEL_RECALL = {"zh": ("第二章.md", "把一把铜钥匙放了进去"),
                 "en": ("chapter-02.md", "laid a brass key in the hollow")}

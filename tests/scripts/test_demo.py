@@ -129,7 +129,12 @@ def check_novel_output(output: str, language: str) -> None:
     wanted = recall_chunk(language)
     layer, _, _, _, dense, bm25, found, fate = rows[wanted][:8]
     assert (layer, bm25, found, fate) == ("retrieved", "-", "meaning", "included")
-    assert 1 <= int(dense) <= 3  # among the first few of the encoder's ranking (1 may be the current chapter)
+    if "encoder: multilingual-e5-small" in first:
+        # e5 ranks it above every passage of the other chapters (only the chapter being written may be
+        # nearer); the fallback encoder finds it too, lower.
+        others = [int(cells[4]) for id_, cells in rows.items()
+                  if id_.startswith("chunk:") and not id_.startswith(f"chunk:{NOVEL_CURSOR[language]}#")]
+        assert int(dense) == min(others)
     assert any(cells[6] == "both" for id_, cells in rows.items() if id_.startswith("chunk:"))
     prompt = output.split("=== prompt ===")[1].split("=== layers ===")[0]
     assert NOVEL_RECALL[language][1] in prompt
