@@ -33,14 +33,18 @@ Phases, in order:
    assembly against load, and the refusals apart. The 500 point is judged
    against spec 004 (p50 < 120, p95 < 250, p99 < 500 ms, no errors, every
    ``tokenCount`` within its budget total).
-2. **Burst, 4 per document** (``--bursts``, default none): 4 requests for
+2. **Typing** (``--typing``, default 300 keystrokes): one writer in one
+   document, an assembly per keystroke sent when the previous one answered,
+   the cursor one character further each time, retrieval on (after one
+   unmeasured pass over the same keystrokes elsewhere in the document).
+3. **Burst, 4 per document** (``--bursts``, default none): 4 requests for
    every document at once, each at its own random cursor and skill.
    The first runs on cold caches.
-3. **Burst, 20 per document**: the same with 20 requests per document: 4 run,
+4. **Burst, 20 per document**: the same with 20 requests per document: 4 run,
    8 queue, the rest must be refused at once with ``CONTEXT_BACKPRESSURE``;
    queued ones that would wait past 2 s are refused too. The latency of
    refusals is reported apart from successes.
-4. **Sustained**: requests at a fixed rate (open loop: sent on schedule, not
+5. **Sustained**: requests at a fixed rate (open loop: sent on schedule, not
    when the previous answer came), each to a random document, round-robin
    over the connections. Probe runs of ``--probe-seconds`` double the rate
    until p95 reaches ``--target-ms`` (100) or a request fails, then bisect;
@@ -509,6 +513,23 @@ async def send_burst(clients: Sequence[LoadClient], params: Sequence[dict[str, A
     return summarize(label, outcomes, wall, pid, meter.stop(), connections=len(clients), **notes)
 
 
+async def typing(client: LoadClient, target: Target, keystrokes: int, rng: random.Random, pid: int,
+                 label: str) -> PhaseResult:
+    """One writer typing: an assembly per keystroke, each sent when the previous one answered, the
+    cursor one character further each time (from a random place), one skill and instruction."""
+    params = neighbour_params(target, rng, 1, 1)[0]
+    start = rng.randint(0, max(target.length - keystrokes, 0))
+    meter = LoadMeter(pid)
+    started = time.perf_counter()
+    outcomes = []
+    for n in range(keystrokes):
+        params["cursorPosition"] = min(start + n, target.length)
+        outcomes.append(await (await client.send("context:assemble", dict(params))))
+    wall = time.perf_counter() - started
+    return summarize(label, outcomes, wall, pid, meter.stop(), keystrokes=keystrokes,
+                     skill=params["skillId"])
+
+
 async def at_rate(clients: Sequence[LoadClient], targets: Sequence[Target], rate: float, seconds: float,
                   rng: random.Random, pid: int, label: str) -> PhaseResult:
     """Open loop: request i is sent at start + i/rate to a random document, whatever came back."""
@@ -672,6 +693,13 @@ async def run_benchmark(args: argparse.Namespace,
                         " (cold)" if n == 0 else ""), level=level, documents=documents,
                         per_document=level / documents, overload=level > PER_DOCUMENT_LIMIT * documents)
                     report.sweep.append(result)
+                    await asyncio.sleep(args.pause)
+                if args.typing > 0:
+                    progress(f"typing: {args.typing} keystrokes in one document")
+                    target = rng.choice(targets)
+                    await typing(clients[0], target, args.typing, rng, pid, "warm-up")  # first assembly
+                    report.phases.append(await typing(clients[0], target, args.typing, rng, pid,
+                                                      f"typing, {args.typing} keystrokes"))
                     await asyncio.sleep(args.pause)
                 for n in range(args.bursts):
                     progress(f"burst {n + 1}/{args.bursts}: {args.per_document} per document")
@@ -923,6 +951,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="in a sweep point, one skill and instruction per document, or each request its own")
     p.add_argument("--plot", type=Path, default=None, metavar="PNG",
                    help="draw the sweep (percentiles, throughput, refusals against load) to this PNG")
+    p.add_argument("--typing", type=int, default=300,
+                   help="keystrokes of the single-writer phase (an assembly each, the cursor moving one "
+                        "character at a time; 0: none)")
     p.add_argument("--per-document", type=int, default=4, help="requests per document in a burst")
     p.add_argument("--bursts", type=int, default=0, help="bursts of --per-document (the first is cold)")
     p.add_argument("--overload-per-document", type=int, default=20,
@@ -945,7 +976,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--save", type=Path, default=None, metavar="PATH", help="also write the JSON report")
     args = p.parse_args(argv)
     if min(args.projects, args.documents, args.connections, args.per_document, args.overload_per_document,
-           args.min_tokens) < 1 or args.max_tokens < args.min_tokens:
+           args.min_tokens) < 1 or args.max_tokens < args.min_tokens or args.typing < 0:
         p.error("counts and sizes must be positive (and --max-tokens at least --min-tokens)")
     if (args.bursts < 0 or args.duration < 0 or args.probe_seconds <= 0 or args.start_rate <= 0
             or args.confirm_steps < 0):

@@ -19,8 +19,8 @@ from scripts import bench_load
 from services.tokenizer import resolve_tokenizer
 
 TINY = ["--projects", "2", "--documents", "2", "--min-tokens", "300", "--max-tokens", "500",
-        "--connections", "3", "--sweep", "8,24", "--bursts", "1", "--overload-per-document", "20",
-        "--duration", "1", "--rate", "10", "--pause", "0"]
+        "--connections", "3", "--sweep", "8,24", "--typing", "5", "--bursts", "1",
+        "--overload-per-document", "20", "--duration", "1", "--rate", "10", "--pause", "0"]
 
 
 def test_projects_are_deterministic_bilingual_and_sized() -> None:
@@ -138,7 +138,8 @@ def fake_result(p95: float, level: int | None = None) -> bench_load.PhaseResult:
 
 def test_whole_run_against_a_real_server(capsys: pytest.CaptureFixture[str]) -> None:
     """One tiny run end to end: the sweep sends each load at once (8: 4 to each of 2 documents,
-    all assembled within budget; 24: 6 per document, every one assembled or refused); every
+    all assembled within budget; 24: 6 per document, every one assembled or refused); a writer's
+    keystrokes each assemble; every
     4-per-document request succeeds; at 20 per document each
     document answers 12 and refuses the rest with CONTEXT_BACKPRESSURE and a retryAfterMs hint;
     the sustained phase runs at the given rate; the phases start once the retrieval index has
@@ -153,7 +154,8 @@ def test_whole_run_against_a_real_server(capsys: pytest.CaptureFixture[str]) -> 
     assert small["server_ms_per_assembly"] > 0
     assert large["requests"] == 24
     assert large["codes"]["ok"] + large["codes"].get("CONTEXT_BACKPRESSURE", 0) == 24
-    burst, overload, sustained = report["phases"]
+    typed, burst, overload, sustained = report["phases"]
+    assert (typed["requests"], typed["codes"], typed["notes"]["keystrokes"]) == (5, {"ok": 5}, 5)
     assert burst["requests"] == 2 * 2 * 4
     assert burst["codes"] == {"ok": 16}
     assert burst["ok"]["count"] == 16
