@@ -295,6 +295,9 @@ class EmbedderRun:
     """Everything measured with one embedder."""
 
     embedding: str
+    # the encoder the index actually used and why (``Retrieval.describe_embedding``: e5 falls back to
+    # the Universal Sentence Encoder where it does not load)
+    encoder: dict[str, str] = field(default_factory=dict)
     projects: list[ProjectFacts] = field(default_factory=list)
     results: list[QueryResult] = field(default_factory=list)
     latency_ms: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -333,6 +336,7 @@ class EmbedderRun:
     def to_json(self) -> dict[str, Any]:
         return {
             "embedding": self.embedding,
+            "encoder": self.encoder,
             "corpus": {"projects": [asdict(p) for p in self.projects], **self.totals()},
             "tuned_fusion": {**asdict(self.tuned), "label": self.tuned.label},
             "shipped_fusion": {**asdict(SHIPPED), "label": SHIPPED.label},
@@ -456,6 +460,7 @@ async def _run_embedder(spec: str, corpus: Corpus, folders: Mapping[str, Path], 
     standalone = build_retrieval(data, embedding=spec)
     try:
         retrieval = standalone.retrieval
+        run.encoder = retrieval.describe_embedding()
         chunk_store = ChunkStore(standalone.database)
         for project in corpus.projects:
             progress(f"[{spec}] indexing {project.id} ({len(project.documents)} documents)")
@@ -544,7 +549,9 @@ def render(report: Report) -> str:
         + ", ".join(f"{k} {v}" for k, v in counts["by_kind"].items()) + ")")
     for run in report.runs:
         out("")
-        out(f"===== embedder {run.embedding}")
+        used = run.encoder.get("name", run.embedding)
+        out(f"===== embedder {run.embedding} (in use: {used}, {run.encoder.get('reason', '?')})"
+            + ("" if used == run.embedding else " -- NOT the encoder asked for"))
         _render_run(run, report, out)
     return "\n".join(lines) + "\n"
 

@@ -128,10 +128,12 @@ def test_fusion_is_tuned_on_the_tuning_part_only_and_scored_on_both() -> None:
 
 
 def test_every_query_scored_in_every_mode_with_metrics_in_range(report: eval_retrieval.Report) -> None:
-    """All picked queries run in dense, lexical and hybrid and get the tuned fusion; recall@5 and MRR@10
-    stay within [0, 1]; every kind, both languages and both parts are reported."""
+    """All picked queries run in dense, lexical and hybrid and get the replayed and tuned fusions; recall@5
+    and MRR@10 stay within [0, 1]; every kind, both languages and both parts are reported, with the
+    encoder the index really used."""
     [run] = report.runs
     assert run.embedding == EMBEDDING
+    assert run.encoder == {"name": EMBEDDING, "reason": "configured"}  # the encoder in use, not a fallback
     assert sorted(r.id for r in run.results) == sorted(PICKED)
     for result in run.results:
         for mode in eval_retrieval.ORDER:
