@@ -6,7 +6,10 @@ the text around the cursor.
 
 Turning records into items counts tokens and extracts relevance features, both
 CPU work proportional to the text (a 60k-token instruction, a 200,000-character
-past interaction), so it runs in a worker thread: the event loop only awaits.
+past interaction), so a large amount of it runs in a worker thread and the event
+loop only awaits; the usual few dozen short records are turned into items on the
+loop itself, where they take less time than the hop to a thread and back
+(:func:`services.concurrency.offload.off_loop`).
 What depends on a record alone (its rendered text and its features) is kept
 by content in a bounded per-project cache (:mod:`services.caches`) that the
 composition root hands in, so an assembly recomputes only what depends on the
@@ -16,12 +19,12 @@ without one gets a private cache of its own.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 from services.caches import ProjectCache, Rendered, entity_sheet_cache, episode_text_cache
+from services.concurrency.offload import off_loop
 from services.context.models import Item
 from services.sources.base import GatherContext
 from services.sources.records import ConstraintLike, EntityLike, EpisodeLike, Fetch, SemanticRuleLike
@@ -55,7 +58,7 @@ class UserConstraintsProvider:
         if where is None:
             return []
         records = await self.fetch(ctx.project_id)
-        return await asyncio.to_thread(self._items, records, ctx, where)
+        return await off_loop(sum(len(r.text) for r in records), self._items, records, ctx, where)
 
     @staticmethod
     def _items(records: Sequence[ConstraintLike], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
@@ -77,7 +80,8 @@ class KnowledgeGraphProvider:
         at_constraints, at_entities = ctx.place("constraints"), ctx.place("kg.entities")
         constraints = await self.fetch_constraints(ctx.project_id) if at_constraints else ()
         entities = await self.fetch_entities(ctx.project_id) if at_entities else ()
-        return await asyncio.to_thread(self._items, constraints, entities, ctx)
+        size = sum(len(r.text) for r in constraints) + sum(len(e.description) + len(e.name) for e in entities)
+        return await off_loop(size, self._items, constraints, entities, ctx)
 
     def _items(self, constraints: Sequence[ConstraintLike], entities: Sequence[EntityLike],
                ctx: GatherContext) -> list[Item]:
@@ -127,7 +131,7 @@ class SemanticMemoryProvider:
         if where is None:
             return []
         records = await self.fetch(ctx.project_id)
-        return await asyncio.to_thread(self._items, records, ctx, where)
+        return await off_loop(sum(len(r.text) for r in records), self._items, records, ctx, where)
 
     @staticmethod
     def _items(records: Sequence[SemanticRuleLike], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
@@ -158,7 +162,8 @@ class EpisodicMemoryProvider:
         if where is None:
             return []
         records = await self.fetch(ctx.project_id)
-        return await asyncio.to_thread(self._items, records, ctx, where)
+        size = sum(len(r.instruction) + len(r.output) for r in records) + len(ctx.additional_input)
+        return await off_loop(size, self._items, records, ctx, where)
 
     def _items(self, records: Sequence[EpisodeLike], ctx: GatherContext,
                where: tuple[str, str]) -> list[Item]:

@@ -11,6 +11,7 @@ from typing import TypeVar
 import pytest
 
 from services.caches import SourceCaches
+from services.concurrency.offload import INLINE_CHARS
 from services.context.counting import CountCache
 from services.context.models import Item, Layer
 from services.context.skills import get_skill
@@ -275,12 +276,16 @@ class ThreadRecordingTokenizer:
 
 async def test_providers_count_and_rank_off_the_event_loop() -> None:
     """Every provider counts tokens and ranks relevance in a worker thread, never on the event loop,
-    so a huge instruction or past interaction does not stall other connections' calls."""
+    when its records hold more than INLINE_CHARS of text, so a huge past interaction or a large
+    knowledge graph does not stall other connections' calls (a few short records are turned into
+    items on the loop: less work than the hop to a thread)."""
     tokenizer = ThreadRecordingTokenizer()
     ctx = replace(_ctx(additional_input="续写灯塔的夜晚" * 50), counter=CountCache(tokenizer))
-    store = Store([Constraint(1, "严格第一人称叙述"), Constraint(2, "林远不会游泳", source="kg"),
-                   Entity(7, "林远", "灯塔看守人。"), Rule(3, "动作场景用短句"),
-                   Episode(4, "续写", "他把钥匙放进台阶下。")])
+    large = "灯塔的夜晚很长。" * (INLINE_CHARS // 8 + 1)
+    store = Store([Constraint(1, "严格第一人称叙述" + large),
+                   Constraint(2, "林远不会游泳" + large, source="kg"),
+                   Entity(7, "林远", "灯塔看守人。" + large), Rule(3, "动作场景用短句" + large),
+                   Episode(4, "续写", "他把钥匙放进台阶下。" + large)])
     providers: list[Provider] = [
         UserConstraintsProvider(store.fetch(Constraint)),
         KnowledgeGraphProvider(store.fetch(Constraint), store.fetch(Entity)),

@@ -1,0 +1,138 @@
+"""Bursts of simultaneous context:assemble calls over real websockets: what is shared between
+requests (retrieval results, identical searches in flight) never changes a result, and never hides
+a write.
+
+* The same requests sent together in a burst (neighbouring cursors, each several times) and one at
+  a time to a second server seeded alike give the same prompt, stablePrefixHash and tokenCount.
+* A constraint, an entity sheet and a document written during a burst are in every assembly sent
+  after the write was acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.client import RpcClient
+from tests.support.process import serving
+from tests.support.scenarios import Project, zh_chapter
+
+DOCUMENTS = {f"卷一/第{n:02d}章.md": zh_chapter(f"第{n}章", 30, start=n * 30) for n in range(1, 9)}
+INSTRUCTION = "写林远想起那把铜钥匙"
+COMPARED = ("prompt", "stablePrefixHash", "tokenCount", "prefixHashes")
+
+
+async def seed(url: str, token: str, folder: Path) -> tuple[list[RpcClient], Project]:
+    """Four connections to a server holding one project (chapters, constraints, an entity, a rule,
+    an episode), its retrieval index settled."""
+    clients = [await RpcClient.open(url, token) for _ in range(4)]
+    project = await Project.open(clients[0], folder, narrative_person="第一人称")
+    for document_id, text in DOCUMENTS.items():
+        await project.write(document_id, text)
+    await project.constraint("严格第一人称叙述", priority=5)
+    await project.entity("林远", "灯塔看守人，沉默寡言。")
+    await project.rule("动作场景用短句", confidence=0.9)
+    await project.episode("续写灯塔的夜晚", "他把马灯举高了一点。")
+    deadline = time.monotonic() + 120
+    while (await clients[0].call("index:status", {"projectId": project.project_id}))["indexing"]:
+        assert time.monotonic() < deadline, "indexing did not settle"
+        await asyncio.sleep(0.1)
+    return clients, project
+
+
+def requests(project: Project, documents: Sequence[str] = tuple(DOCUMENTS)) -> list[dict[str, Any]]:
+    """Two neighbouring cursors in each document, 3 characters apart inside one sentence, and at
+    the end of the sentence before (continue in odd chapters, polish in even ones)."""
+    found = []
+    for n, document_id in enumerate(documents):
+        text = DOCUMENTS[document_id]
+        end = text.index("。", len(text) // 2) + 1
+        skill = "polish" if n % 2 else "continue"
+        found += [project.params(document_id, cursor, skill, INSTRUCTION) for cursor in (end + 2, end + 5)]
+    return found
+
+
+async def burst(clients: Sequence[RpcClient], calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every call sent at once, spread over the connections; the results in order."""
+    replies = await asyncio.gather(*(clients[n % len(clients)].call("context:assemble", params)
+                                     for n, params in enumerate(calls)))
+    return list(replies)
+
+
+def fields(result: dict[str, Any]) -> dict[str, Any]:
+    return {name: result[name] for name in COMPARED}
+
+
+async def test_a_request_gives_the_same_prompt_alone_and_inside_a_burst(tmp_path: Path) -> None:
+    """Each request of a burst (16 distinct, each sent twice, all at once: 4 per document, the
+    per-document limit) equals the same request sent alone to a second server seeded alike:
+    prompt, stablePrefixHash, tokenCount and prefix hashes; and the copies inside the burst equal
+    each other."""
+    with serving(tmp_path / "burst-data") as first:
+        clients, project = await seed(first.url, first.token, tmp_path / "novel")
+        try:
+            distinct = requests(project)
+            together = await burst(clients, distinct * 2)
+        finally:
+            for client in clients:
+                await client.close()
+    with serving(tmp_path / "alone-data") as second:
+        clients, project = await seed(second.url, second.token, tmp_path / "novel-2")
+        try:
+            alone = [await clients[0].call("context:assemble", params) for params in requests(project)]
+        finally:
+            for client in clients:
+                await client.close()
+    assert any(r["layers"]["retrieved"]["chunks"] for r in alone)
+    for n, lone in enumerate(alone):
+        for copy in (together[n], together[n + len(alone)]):
+            assert fields(copy) == fields(lone), distinct[n]
+
+
+@pytest.mark.parametrize("what", ["constraint", "entity", "document"])
+async def test_a_write_during_a_burst_is_in_every_assembly_sent_after_its_answer(tmp_path: Path,
+                                                                               what: str) -> None:
+    """While a burst runs, a write (a constraint, an entity sheet, a chapter's text) is acknowledged;
+    every assembly sent after the acknowledgement shows it, whether it was sent during the burst or
+    after it; before the write, none does."""
+    marker = "钟楼顶上的铜铃里藏着第二把钥匙"
+    early, late = list(DOCUMENTS)[:4], list(DOCUMENTS)[4:]
+    document_id = late[0]
+    with serving(tmp_path / "data") as server:
+        clients, project = await seed(server.url, server.token, tmp_path / "novel")
+        try:
+            before = await burst(clients, requests(project) * 2)
+            assert not any(marker in r["prompt"] for r in before)
+            # A burst in the first chapters is being served while the write is made.
+            running = asyncio.ensure_future(burst(clients, requests(project, early) * 2))
+            await asyncio.sleep(0.05)
+            writer = Project(await RpcClient.open(server.url, server.token), project.project_id,
+                             project.folder)
+            text = DOCUMENTS[document_id]
+            cut = text.index("。", len(text) // 2) + 1
+            try:
+                if what == "constraint":
+                    await writer.constraint(marker, priority=9)
+                elif what == "entity":
+                    await writer.entity("林远", marker)
+                else:
+                    await writer.write(document_id, text[:cut] + marker + "。" + text[cut:])
+            finally:
+                await writer.rpc.close()
+            # Sent after the answer, while the first burst may still run: the other chapters (for
+            # the document, at the cursor just after the written sentence).
+            wanted = requests(project, late) * 2
+            if what == "document":
+                wanted = [{**c, "cursorPosition": cut + len(marker) + 1} for c in wanted
+                          if c["documentId"] == document_id]
+            after = await burst(clients, wanted)
+            await running
+            assert all(marker in r["prompt"] for r in after)
+        finally:
+            for client in clients:
+                await client.close()
