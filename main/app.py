@@ -9,7 +9,7 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -51,6 +51,7 @@ from services.chat.workspace import ProjectWorkspace
 from services.context.counting import CountCache
 from services.context.memo import ProjectMemos
 from services.knowledge import ConstraintService, KgService
+from services.lazy import Deferred
 from services.memory import EpisodicMemoryService, SemanticMemoryService
 from services.profiles.plans import BuiltInPlans
 from services.profiles.service import ProfileService
@@ -61,10 +62,8 @@ from services.reading.ask import ReadingCompanion
 from services.reading.roll_up import RollUp
 from services.reading.service import ReadingService
 from services.reading.store import SummaryStore
-from services.retrieval import create_retrieval
+from services.retrieval.deferred import DeferredRetrieval, deferred_retrieval
 from services.retrieval.provider import RetrievalProvider
-from services.retrieval.search import Hit
-from services.retrieval.service import Retrieval
 from services.retrieval.vectors import close_vector_store, open_vector_store
 from services.segments import SegmentService
 from services.segments.assembler import GameMaster
@@ -81,6 +80,9 @@ from services.summaries.seam import Summarizer
 from services.tokenizer import Tokenizer, resolve_tokenizer
 from services.tokenizer.registry import TokenizerRegistry
 
+if TYPE_CHECKING:
+    from services.retrieval.search import Hit
+
 _log = structlog.get_logger("main")
 
 # Past interactions ranked per assembly: the newest this many.
@@ -94,10 +96,10 @@ class Services:
     """Everything with a lifetime longer than one call."""
 
     database: Database
-    vectors: Any
     tokenizer: Tokenizer
     documents: DocumentStore
-    retrieval: Retrieval
+    # Chroma and the encoder load on first need, on threads of their own (services/retrieval/deferred.py).
+    retrieval: DeferredRetrieval
     # Bounded, per project: what the source providers keep of each record between assemblies.
     caches: SourceCaches = field(default_factory=SourceCaches)
     # Bounded, per project: the engine's memo of normalized texts and id order.
@@ -116,9 +118,16 @@ class Services:
         for close in reversed(self.closers):
             close()
 
+    @property
+    def vectors(self) -> Any:
+        """The Chroma client, for worker threads: each use waits for it to open."""
+        return Deferred(self.retrieval.client)
+
 
 def open_services(config: Config) -> Services:
-    """Open the stores and the tokenizer (blocking; run off the event loop)."""
+    """Open the database and the tokenizer (blocking; run off the event loop). The vector store and the
+    encoder open when first needed (``services.retrieval``), or right after the ready line with
+    ``--preload``."""
     # The writer's text lives here: keep it private to the user.
     config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     with contextlib.ExitStack() as undo:  # a failed open closes what was already opened
@@ -127,8 +136,6 @@ def open_services(config: Config) -> Services:
         undo.callback(lock.release)
         database = open_database(config.resolved_database_url)
         undo.callback(database.close)
-        vectors = open_vector_store(path=config.chroma_path, url=config.chroma_url)
-        undo.callback(close_vector_store, vectors)
         tokenizer = resolve_tokenizer(config.tokenizer_encoding)
         # Bounded, per project: what providers and retrieval keep between assemblies.
         caches = SourceCaches()
@@ -136,14 +143,17 @@ def open_services(config: Config) -> Services:
         # Refuses a project registered at a place projects may no longer be (services/projects/roots.py).
         documents = CheckedDocumentStore(database, config.folder_policy(),
                                          max_bytes=min(MAX_DOCUMENT_BYTES, config.max_frame_bytes // 2))
-        retrieval = create_retrieval(database, vectors, tokenizer, embedding=config.embedding,
-                                     configured="embedding" in config.model_fields_set,
-                                     cache_dir=config.data_dir / "cache", roots=documents.root,
-                                     debounce=config.index_debounce, results=caches.search_results)
+        retrieval = deferred_retrieval(
+            database, tokenizer, embedding=config.embedding,
+            configured="embedding" in config.model_fields_set,
+            open_client=partial(open_vector_store, path=config.chroma_path, url=config.chroma_url),
+            cache_dir=config.data_dir / "cache", roots=documents.root, debounce=config.index_debounce,
+            results=caches.search_results)
         documents.on_write = retrieval.document_written
-        services = Services(database=database, vectors=vectors, tokenizer=tokenizer, documents=documents,
-                            retrieval=retrieval, caches=caches)
-        services.closers += [lock.release, database.close, lambda: close_vector_store(vectors)]
+        services = Services(database=database, tokenizer=tokenizer, documents=documents, retrieval=retrieval,
+                            caches=caches)
+        services.closers += [lock.release, database.close,
+                             partial(retrieval.client.close, close_vector_store)]
         undo.pop_all()
     return services
 
@@ -174,7 +184,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
         connections=connections,
         completions=completions,
         tokenizer_problems=tokenizers.problems,
-        embedding=services.retrieval.describe_embedding(),
+        embedding=services.retrieval.describe_embedding,
     )
     database, documents, retrieval = services.database, services.documents, services.retrieval
     projects = ProjectService(database, on_open=retrieval.project_opened, policy=config.folder_policy())
@@ -238,7 +248,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     return registry
 
 
-async def _search_passages(retrieval: Retrieval, project_id: str, query: str,
+async def _search_passages(retrieval: DeferredRetrieval, project_id: str, query: str,
                            limit: int) -> list[Hit]:
     return await retrieval.search(project_id, query, limit=limit)
 
@@ -247,7 +257,7 @@ async def _reading_page_tokens(projects: ProjectService, project_id: str) -> int
     return (await projects.get_settings(project_id)).reading_page_tokens
 
 
-def _publish_progress(retrieval: Retrieval, params: dict[str, Any]) -> None:
+def _publish_progress(retrieval: DeferredRetrieval, params: dict[str, Any]) -> None:
     """Reading's $/progress goes where indexing's goes (set by serve): to the connections subscribed
     to the ``progress`` topic."""
     if retrieval.progress is not None:

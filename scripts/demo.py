@@ -59,8 +59,8 @@ from scripts.sample_data import (
     seed_game,
     seed_novel,
 )
+from services.retrieval.deferred import DeferredRetrieval
 from services.retrieval.search import Hit
-from services.retrieval.service import Retrieval
 
 _ids = itertools.count(1)
 INDEX_TIMEOUT = 300.0  # seconds to wait for the first indexing of the sample (the encoder loads first)
@@ -89,7 +89,7 @@ class SearchTap:
     It wraps the service's own ``search``, so the Retrieved layer gets exactly what it would without it.
     """
 
-    def __init__(self, retrieval: Retrieval) -> None:
+    def __init__(self, retrieval: DeferredRetrieval) -> None:
         self.hits: dict[str, Hit] = {}  # by candidate id, as the retrieval provider names them
         self._search = retrieval.search
         retrieval.search = self._record  # type: ignore[method-assign]

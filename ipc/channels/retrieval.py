@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
 from ipc.channels.projects import ProjectScoped
 from ipc.context import CallContext
 from ipc.errors import ProjectNotFound, ProjectPathInvalid
 from ipc.models import WireModel
 from ipc.registry import Registry
-from services.retrieval.service import Retrieval
+
+if TYPE_CHECKING:
+    from services.retrieval.service import IndexStatus as Status
+
+
+class Statuses(Protocol):
+    """What index:status asks of retrieval (the service, or the server's deferred one)."""
+
+    async def status(self, project_id: str) -> Status: ...
 
 
 class IndexStatus(WireModel):
@@ -17,7 +27,7 @@ class IndexStatus(WireModel):
     chunks: int
 
 
-def register_retrieval(registry: Registry, retrieval: Retrieval) -> None:
+def register_retrieval(registry: Registry, retrieval: Statuses) -> None:
     """Add index:status to ``registry``."""
 
     @registry.method("index:status", params=ProjectScoped, result=IndexStatus,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any, Literal
 
@@ -101,14 +101,15 @@ def register_system(
     connections: Callable[[], int],
     completions: ClientCompletions | None = None,
     tokenizer_problems: Callable[[], Mapping[str, TokenizerProblem]] | None = None,
-    embedding: Mapping[str, str] | None = None,
+    embedding: Mapping[str, str] | Callable[[], Awaitable[Mapping[str, str]]] | None = None,
 ) -> None:
     """Add system:info, system:subscribe, system:capabilities, rpc.discover and $/cancelRequest
     to ``registry``. Without ``completions`` the server asks no client for completions, so
     system:capabilities accepts none. ``tokenizer_problems`` gives, by project id, the tokenizer
     files that did not load (system:info's ``tokenizerProblems``); ``embedding`` the encoder retrieval
-    uses, ``{name, reason}`` (system:info's ``embedding``)."""
-    described = EmbeddingDescription.model_validate(embedding) if embedding is not None else None
+    uses, ``{name, reason}`` (system:info's ``embedding``), or a coroutine function giving it once the
+    encoder has been chosen (the server chooses it on first need: system:info waits for that alone)."""
+    described = EmbeddingDescription.model_validate(embedding) if isinstance(embedding, Mapping) else None
     discovered: list[OpenRpcDocument] = []
 
     @registry.method("system:info", params=NoParams, result=SystemInfo,
@@ -117,9 +118,14 @@ def register_system(
                              "retrieval encoder in use and why (embedding).")
     async def system_info(params: NoParams, ctx: CallContext) -> SystemInfo:
         problems = problem_reports(tokenizer_problems()) if tokenizer_problems is not None else []
+        if callable(embedding):
+            described_now: EmbeddingDescription | None = EmbeddingDescription.model_validate(
+                await embedding())
+        else:
+            described_now = described
         return SystemInfo(name=name, version=version, pid=os.getpid(), debug=ctx.debug,
                           tokenizer=tokenizer, limits=limits, connections=connections(),
-                          tokenizer_problems=problems, embedding=described)
+                          tokenizer_problems=problems, embedding=described_now)
 
     @registry.method("rpc.discover", params=NoParams, result=OpenRpcDocument,
                      summary="The OpenRPC document of every method this server serves.")

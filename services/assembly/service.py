@@ -70,6 +70,8 @@ _COUNT_PIECE = 4096  # characters counted at a time when checking the input size
 # their work (and any provider deadline) starts. The work is CPU-bound and mostly holds the GIL, so
 # more at once only interleaves them: each takes longer and queued thread jobs pass the deadlines.
 ASSEMBLY_CONCURRENCY = 4
+# The longest a provider waits for its parts to load (the vector store and the encoder after a start).
+LOAD_DEADLINE = 30.0
 
 
 class SettingsLike(Protocol):
@@ -292,6 +294,10 @@ class ContextService:
         try:
             if provider.name in self.faults:
                 raise RuntimeError("injected fault")
+            ready = getattr(provider, "ready", None)
+            if ready is not None:  # parts still loading (retrieval just after a start): waited for apart
+                async with asyncio.timeout(LOAD_DEADLINE):
+                    await ready()
             async with asyncio.timeout(self._deadline):
                 return await provider.gather(ctx)
         except Exception as exc:  # a failing source degrades the prompt, never the request

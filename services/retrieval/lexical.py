@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -98,6 +96,8 @@ class Bm25:
         known = [t for t in terms if t in self._index.vocab_dict]
         if not known:
             return []
+        import numpy as np  # loaded with bm25s by then; kept out of the server's start
+
         scores = np.asarray(self._index.get_scores(known))
         top = np.argsort(-scores, kind="stable")[:limit]
         return [(int(i), float(scores[i])) for i in top if scores[i] > 0]

@@ -38,6 +38,14 @@ class RetrievalProvider:
     warning: str = "RETRIEVAL_UNAVAILABLE"
     sources: tuple[str, ...] = ("retrieval.passages",)
 
+    async def ready(self) -> None:
+        """Wait until the searcher can search: the server's retrieval loads Chroma and the encoder when
+        first needed (services/retrieval/deferred.py); the assembly waits for that outside the
+        provider's deadline, so the first assemblies after a start keep their Retrieved layer."""
+        ready = getattr(self.searcher, "ready", None)
+        if ready is not None:
+            await ready()
+
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
         where = ctx.place("retrieval.passages")
         if where is None:

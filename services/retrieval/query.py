@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from services.retrieval.chunking import passages
 
 # Measured on the evaluation corpus (docs/retrieval.md, "The dense query of an assembly"): the
@@ -87,6 +85,8 @@ def settled(before: str) -> str:
 def combine(sentences: Sequence[Any], instruction: Any | None) -> Any:
     """One unit query vector: the sentence vectors weighted by nearness to the cursor (the last is
     nearest), and the instruction's vector for :data:`INSTRUCTION_WEIGHT` of it."""
+    import numpy as np  # here: the server announces itself before numpy is needed
+
     parts = []
     if len(sentences):
         matrix = np.asarray(sentences, dtype=np.float32)
@@ -99,6 +99,8 @@ def combine(sentences: Sequence[Any], instruction: Any | None) -> Any:
 
 
 def _unit(vector: Any) -> Any:
+    import numpy as np
+
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm > 0 else vector
 

@@ -68,10 +68,15 @@ def test_settings_from_environment(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "stdin-eof"])
-async def test_clean_exit(proc: ServerProcess, how: str) -> None:
-    """SIGTERM, SIGINT and EOF on stdin close clients with 1001, close stores, exit 0."""
+async def test_clean_exit(proc: ServerProcess, how: str, tmp_path: Path) -> None:
+    """SIGTERM, SIGINT and EOF on stdin close clients with 1001, close stores (the vector store, which
+    a project's index opened, before the database), exit 0."""
     rpc = await RpcClient.open(proc.url, proc.token)
     assert (await rpc.call("system:info"))["name"] == "strata"
+    folder = tmp_path / "novel"
+    folder.mkdir()
+    opened = await rpc.call("project:open", {"path": str(folder)})
+    await rpc.call("index:status", {"projectId": opened["project"]["projectId"]})
     if how == "stdin-eof":
         code = await asyncio.to_thread(proc.close_stdin)
     else:
@@ -101,9 +106,16 @@ async def test_logs_are_json_in_stderr_and_file_without_secrets(proc: ServerProc
     assert proc.token not in log_file.read_text(encoding="utf-8")
 
 
-def test_data_dir_holds_the_stores(proc: ServerProcess) -> None:
-    """The embedded defaults put SQLite (in WAL mode) and Chroma under the data dir."""
-    proc.terminate()
+async def test_data_dir_holds_the_stores(proc: ServerProcess, tmp_path: Path) -> None:
+    """The embedded defaults put SQLite (in WAL mode) and Chroma under the data dir (Chroma once a
+    project's index has opened it)."""
+    rpc = await RpcClient.open(proc.url, proc.token)
+    folder = tmp_path / "novel"
+    folder.mkdir()
+    opened = await rpc.call("project:open", {"path": str(folder)})
+    await rpc.call("index:status", {"projectId": opened["project"]["projectId"]})
+    await rpc.close()
+    await asyncio.to_thread(proc.terminate)
     names = set(os.listdir(proc.data_dir))
     assert {"strata.db", "chroma", "logs"} <= names
     assert (proc.data_dir / "chroma" / "chroma.sqlite3").exists()

@@ -1,0 +1,149 @@
+"""A fast start: the server announces itself before the vector store and the encoder have loaded,
+answers what needs neither at once, and makes what needs them wait for them (never fail for them).
+
+The server runs in this process (``main.app.serve``) with the vector store's opening held at a gate
+the test opens, so that "still loading" is a state the test controls, not a race it hopes to win.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from main import app
+from main.config import Config, StdinWatch
+from main.lifecycle import StopSignal
+from services.retrieval.vectors import open_vector_store
+from tests.support.client import RpcClient, connected
+from tests.support.scenarios import Project, zh_chapter
+
+KEY_FACT = "林远把铜钥匙藏在灯塔第三级台阶下的砖缝里，又用青苔盖住了缝隙。"
+INSTRUCTION = "写林远想起那把铜钥匙藏在哪里"
+CURSOR_DOCUMENT = "第03章.md"
+
+
+def chapters() -> dict[str, str]:
+    texts = {f"第{n:02d}章.md": zh_chapter(f"第{n}章", 20, start=n * 20) for n in range(1, 4)}
+    texts["第01章.md"] += "\n\n" + KEY_FACT + "\n"
+    return texts
+
+
+class Gate:
+    """Holds the vector store's opening until :meth:`release`; :attr:`entered` tells that it began."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.released = threading.Event()
+
+    def wrap(self, real: Callable[..., Any]) -> Callable[..., Any]:
+        def opening(*args: Any, **kwargs: Any) -> Any:
+            self.entered.set()
+            self.released.wait(60)
+            return real(*args, **kwargs)
+
+        return opening
+
+    def release(self) -> None:
+        self.released.set()
+
+    async def wait_entered(self) -> None:
+        assert await asyncio.to_thread(self.entered.wait, 60), "the vector store never began to open"
+
+
+@asynccontextmanager
+async def serving_here(data_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                       gate: Gate | None = None) -> AsyncIterator[dict[str, Any]]:
+    """``main.app.serve`` in this process until the block ends; yields its ready message."""
+    stops: list[StopSignal] = []
+
+    class Stop(StopSignal):
+        async def install(self, watch_stdin: StdinWatch) -> None:
+            stops.append(self)
+
+        def uninstall(self) -> None:
+            pass
+
+    monkeypatch.setattr(app, "StopSignal", Stop)
+    monkeypatch.setattr(app, "open_vector_store", gate.wrap(open_vector_store) if gate else open_vector_store)
+    config = Config(data_dir=data_dir, watch_stdin=StdinWatch.OFF, index_debounce=0.05)
+    announced: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    server = asyncio.ensure_future(app.serve(config, announced.set_result))
+    waiting: set[asyncio.Future[Any]] = {announced, server}
+    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    if server.done():
+        server.result()  # raises why it did not start
+    try:
+        yield announced.result()
+    finally:
+        if gate is not None:
+            gate.release()
+        stops[0].trigger("test")
+        await server
+
+
+async def _assemble_at_end(project: Project) -> dict[str, Any]:
+    return await project.assemble(CURSOR_DOCUMENT, len(chapters()[CURSOR_DOCUMENT]), "continue", INSTRUCTION)
+
+
+async def test_the_ready_line_comes_before_the_vector_store_and_system_info_does_not_wait_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ready line is announced, system:info and project:open are answered while the vector store
+    has not opened (it is held at a gate); index:status, which needs it, waits for it and then
+    answers."""
+    gate = Gate()
+    async with serving_here(tmp_path / "data", monkeypatch, gate) as ready:
+        assert not gate.released.is_set()
+        async with connected(ready["url"], ready["token"]) as rpc:
+            info = await rpc.call("system:info", {})
+            assert info["embedding"]["name"]
+            project = await Project.open(rpc, tmp_path / "novel")
+            await gate.wait_entered()  # opening the project started loading the vector store
+            status = asyncio.ensure_future(rpc.call("index:status", {"projectId": project.project_id}))
+            # Answered while the vector store is held: a request that does not need it never waits.
+            assert (await rpc.call("system:info", {}))["name"] == "strata"
+            assert not status.done()
+            gate.release()
+            assert (await status)["projectId"] == project.project_id
+
+
+async def _index(rpc: RpcClient, project: Project) -> None:
+    for document_id, text in chapters().items():
+        await project.write(document_id, text)
+    for _ in range(600):
+        status = await rpc.call("index:status", {"projectId": project.project_id})
+        if not status["indexing"] and status["documents"] == len(chapters()):
+            return
+        await asyncio.sleep(0.05)
+    pytest.fail("the index did not settle")
+
+
+async def test_an_assembly_made_while_the_vector_store_loads_waits_and_keeps_its_retrieved_layer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a restart, the first context:assemble arrives while the vector store is still opening: it
+    waits for it, then answers with the same prompt (Retrieved layer included) as once loaded."""
+    async with serving_here(tmp_path / "data", monkeypatch) as ready, \
+            connected(ready["url"], ready["token"]) as rpc:
+        project = await Project.open(rpc, tmp_path / "novel")
+        await _index(rpc, project)
+        before = await _assemble_at_end(project)
+    assert KEY_FACT in before["prompt"]
+    assert before["layers"]["retrieved"]["chunks"] >= 1
+
+    gate = Gate()
+    async with serving_here(tmp_path / "data", monkeypatch, gate) as ready, \
+            connected(ready["url"], ready["token"]) as rpc:
+        project = await Project.open(rpc, tmp_path / "novel")
+        first = asyncio.ensure_future(_assemble_at_end(project))
+        await gate.wait_entered()
+        assert not first.done()
+        gate.release()
+        after = await first
+        assert after["warnings"] == []
+        assert after["prompt"] == before["prompt"]
+        assert after["layers"]["retrieved"]["chunks"] == before["layers"]["retrieved"]["chunks"]
