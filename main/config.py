@@ -45,6 +45,10 @@ class Config(BaseSettings):
     chroma_url: str | None = None
     embedding: str = DEFAULT_EMBEDDING
     index_debounce: float = Field(default=0.3, ge=0, le=60)
+    # A project's retrieval index in memory is let go after this many minutes without a request that
+    # needs it (0: never), and at most this many are kept (the least recently used goes first).
+    index_idle_minutes: float = Field(default=10.0, ge=0, le=7 * 24 * 60)
+    max_open_indexes: int = Field(default=8, ge=1, le=1000)
     log_level: str = "info"
     allowed_origins: Annotated[tuple[str, ...], NoDecode] = ()
     allow_file_origins: bool = False

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from services.retrieval.embedding_spec import DEFAULT_EMBEDDING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from services.caches import SearchResults
     from services.retrieval.embeddings import Embedder
     from services.retrieval.service import Retrieval, Roots
@@ -24,14 +26,17 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
                      embedding: str = DEFAULT_EMBEDDING, configured: bool = False,
                      cache_dir: Path | None = None, roots: Roots,
                      debounce: float = 0.3, watch: bool = True,
-                     results: SearchResults | None = None, embedder: Embedder | None = None) -> Retrieval:
+                     results: SearchResults | None = None, embedder: Embedder | None = None,
+                     idle_after: float | None = None, max_open: int | None = None,
+                     on_release: Callable[[], None] | None = None) -> Retrieval:
     """The retrieval service over an open database and Chroma client (loads the encoder: blocking).
 
     ``embedding`` is the config string; ``configured`` says it was chosen rather than defaulted
     (``system:info`` tells which). ``results`` keeps search results (the composition root's cache;
     a private one if None). ``embedder``: the encoder already chosen, else chosen here. The default,
-    e5, falls back to the Universal Sentence Encoder
-    where it cannot load; the index records the encoder actually used.
+    e5, falls back to the Universal Sentence Encoder where it cannot load; the index records the
+    encoder actually used. ``idle_after`` (seconds), ``max_open`` and ``on_release``: when projects'
+    indexes leave memory (:meth:`Retrieval.release`); by default they stay.
     """
     from services.context.counting import CountCache
     from services.retrieval.embeddings import choose_embedding
@@ -52,14 +57,18 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     indexer = Indexer(store, vectors, terms, counter.count, embedding=embedder.name,
                       tokenizer=f"{info.encoding}:{'exact' if info.exact else 'estimate'}")
     return Retrieval(store, indexer, vectors, terms, roots=roots, debounce=debounce, watch=watch,
-                     embedder=embedder, results=results)
+                     embedder=embedder, results=results, idle_after=idle_after, max_open=max_open,
+                     on_release=on_release)
 
 
 class Standalone:
     """Retrieval with its own SQLite file and Chroma folder under one directory, for scripts."""
 
-    def __init__(self, data_dir: Path, *, embedding: str | None = None, watch: bool = False) -> None:
-        """``embedding`` None: ``STRATA_EMBEDDING`` if set (as the server reads it), else the default."""
+    def __init__(self, data_dir: Path, *, embedding: str | None = None, watch: bool = False,
+                 roots: Roots | None = None, **options: Any) -> None:
+        """``embedding`` None: ``STRATA_EMBEDDING`` if set (as the server reads it), else the default.
+        ``roots`` finds a project's folder when it was not given (none by default); ``options`` go to
+        :func:`create_retrieval` (``idle_after``, ``max_open``, ...)."""
         from services.retrieval.vectors import open_vector_store
         from services.store import open_database
         from services.tokenizer import resolve_tokenizer
@@ -72,7 +81,8 @@ class Standalone:
         self.retrieval = create_retrieval(self.database, self.client, self.tokenizer,
                                           embedding=configured or DEFAULT_EMBEDDING,
                                           configured=configured is not None,
-                                          cache_dir=data_dir / "cache", roots=_no_roots, watch=watch)
+                                          cache_dir=data_dir / "cache", roots=roots or _no_roots, watch=watch,
+                                          **options)
 
     async def close(self) -> None:
         from services.retrieval.vectors import close_vector_store

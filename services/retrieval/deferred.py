@@ -156,12 +156,13 @@ class DeferredRetrieval:
 
 def deferred_retrieval(database: Database, tokenizer: Tokenizer, *, embedding: str, configured: bool,
                        open_client: Callable[[], Any], cache_dir: Path, roots: Roots, debounce: float,
-                       results: SearchResults | None = None,
+                       results: SearchResults | None = None, idle_after: float | None = None,
+                       max_open: int | None = None, on_release: Callable[[], None] | None = None,
                        create: Callable[..., Retrieval] | None = None) -> DeferredRetrieval:
     """The server's retrieval over an open database: nothing loads until first needed.
 
     ``open_client`` opens the Chroma client (blocking). ``create`` builds the service
-    (:func:`services.retrieval.create_retrieval` by default).
+    (:func:`services.retrieval.create_retrieval` by default); the other options are its own.
     """
     if create is None:
         from services.retrieval import create_retrieval
@@ -170,15 +171,14 @@ def deferred_retrieval(database: Database, tokenizer: Tokenizer, *, embedding: s
     choice = Lazy("encoder", partial(settle_embedding, embedding, configured=configured))
     embedder = Lazy("embedder", lambda: embedder_for(choice.get()))
     client: Lazy[Any] = Lazy("vectors", open_client)
-    build = partial(_build, create, database, tokenizer, embedding, configured, cache_dir, roots, debounce,
-                    results)
-    return DeferredRetrieval(choice, embedder, client, build)
+    options = {"embedding": embedding, "configured": configured, "cache_dir": cache_dir, "roots": roots,
+               "debounce": debounce, "results": results, "idle_after": idle_after, "max_open": max_open,
+               "on_release": on_release}
+    return DeferredRetrieval(choice, embedder, client, partial(_build, create, database, tokenizer, options))
 
 
-def _build(create: Callable[..., Retrieval], database: Database, tokenizer: Tokenizer, embedding: str,
-           configured: bool, cache_dir: Path, roots: Roots, debounce: float, results: SearchResults | None,
-           client: Any, embedder: Embedder) -> Retrieval:
-    return create(database, client, tokenizer, embedding=embedding, configured=configured,
-                  cache_dir=cache_dir, roots=roots, debounce=debounce, results=results, embedder=embedder)
+def _build(create: Callable[..., Retrieval], database: Database, tokenizer: Tokenizer,
+           options: dict[str, Any], client: Any, embedder: Embedder) -> Retrieval:
+    return create(database, client, tokenizer, embedder=embedder, **options)
 
 

@@ -132,5 +132,11 @@ class SentenceVectors:
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
 
+    def drop(self, project_id: str) -> None:
+        """Forget the project's vectors (its index left memory)."""
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == project_id]:
+                del self._entries[key]
+
     def __len__(self) -> int:
         return len(self._entries)

@@ -13,7 +13,7 @@ import contextlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -55,6 +55,7 @@ class _Project:
     verify: bool = True  # check the vector store against the chunk table on the next pass
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    used: float = field(default_factory=time.monotonic)  # when a request last needed it
 
     def schedule(self, documents: Iterable[str] | None) -> None:
         if documents is None or self.pending is None:
@@ -79,7 +80,9 @@ class IndexStatus:
 class Retrieval:
     def __init__(self, store: ChunkStore, indexer: Indexer, vectors: VectorIndex, terms: Terms, *,
                  roots: Roots, debounce: float = 0.3, watch: bool = True,
-                 embedder: Embedder | None = None, results: SearchResults | None = None) -> None:
+                 embedder: Embedder | None = None, results: SearchResults | None = None,
+                 idle_after: float | None = None, max_open: int | None = None,
+                 on_release: Callable[[], None] | None = None) -> None:
         self._store = store
         self.embedder = embedder
         self._indexer = indexer
@@ -103,6 +106,12 @@ class Retrieval:
         # composition root); searches running now by the same key, so identical ones run once.
         self._results = results if results is not None else search_result_cache()
         self._running: dict[tuple[str, Hashable], asyncio.Future[tuple[Hit, ...]]] = {}
+        # Projects' indexes in memory are let go after ``idle_after`` seconds without a request that
+        # needs them, and beyond ``max_open`` (least recently used first); ``on_release`` runs after.
+        self._idle_after = idle_after
+        self._max_open = max_open
+        self._on_release = on_release
+        self._sweeper: asyncio.Task[None] | None = None
 
     @property
     def embedding(self) -> Any:
@@ -142,8 +151,9 @@ class Retrieval:
         """Re-index a written document in the background (for ``document:write``)."""
         self._spawn(self.touch(project_id, document_id))
 
-    def _spawn(self, work: Awaitable[None]) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         if self._closing.is_set():
+            work.close()  # never started: closed, not left for the collector to warn about
             return
         task = asyncio.ensure_future(work)
         self._background.add(task)
@@ -172,6 +182,7 @@ class Retrieval:
     async def _project(self, project_id: str, root: Path | None = None) -> _Project:
         project = self._projects.get(project_id)
         if project is not None:
+            project.used = time.monotonic()
             return project
         opening = self._opening.get(project_id)
         if opening is None:
@@ -191,7 +202,53 @@ class Retrieval:
         self._projects[project_id] = project
         project.schedule(None)
         _log.info("retrieval.opened", project_id=project_id, chunks=len(snapshot.chunks))
+        if self._idle_after and self._sweeper is None:
+            self._sweeper = asyncio.ensure_future(self._sweep(self._idle_after))
+        if self._max_open is not None and len(self._projects) > self._max_open:
+            self._spawn(self._release_beyond(self._max_open))
         return project
+
+    # -- letting go of idle projects
+
+    async def release(self, project_id: str) -> bool:
+        """Let go of a project's index in memory (its snapshot and BM25 matrix, kept results and
+        vectors, Chroma handle, watcher and worker); the next request that needs it opens it again
+        from the store, with the same results. False if it was not open or is indexing."""
+        project = self._projects.get(project_id)
+        if project is None or _busy(project):
+            return False
+        del self._projects[project_id]
+        for task in project.tasks:
+            task.cancel()
+        await asyncio.gather(*project.tasks, return_exceptions=True)
+        self._results.drop(project_id)
+        self._vectors.release(project_id)
+        self._indexer.cache.drop(project_id)
+        _log.info("retrieval.released", project_id=project_id, chunks=len(project.snapshot.chunks))
+        return True
+
+    async def _sweep(self, idle_after: float) -> None:
+        while not self._closing.is_set():
+            await asyncio.sleep(max(idle_after / 2, 0.05))
+            now = time.monotonic()
+            released = False
+            for project_id in [p.project_id for p in self._projects.values() if now - p.used >= idle_after]:
+                released = await self.release(project_id) or released
+            if released:
+                self._released()
+
+    async def _release_beyond(self, limit: int) -> None:
+        released = False
+        for project in sorted(self._projects.values(), key=lambda p: p.used):
+            if len(self._projects) <= limit:
+                break
+            released = await self.release(project.project_id) or released
+        if released:
+            self._released()
+
+    def _released(self) -> None:
+        if self._on_release is not None:
+            self._on_release()
 
     def _load_snapshot(self, project_id: str) -> Snapshot:
         if self._store.state(project_id) != self._indexer.state:
@@ -367,6 +424,8 @@ class Retrieval:
         """Stop watchers and workers; a pass in progress stops after its current document."""
         self._closing.set()
         tasks = [*self._background, *(t for p in self._projects.values() for t in p.tasks)]
+        if self._sweeper is not None:
+            tasks.append(self._sweeper)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -126,6 +126,10 @@ class VectorIndex:
         if batch:
             self._collection(project_id).delete(ids=batch)
 
+    def release(self, project_id: str) -> None:
+        """Forget the open handle of the project's collection (its vectors stay stored)."""
+        self._open.pop(project_id, None)
+
     def drop(self, project_id: str) -> None:
         self._open.pop(project_id, None)
         with contextlib.suppress(Exception):  # absent already: nothing to drop

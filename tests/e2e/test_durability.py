@@ -336,10 +336,12 @@ async def test_acknowledged_writes_survive_kill_9(tmp_path: Path, machine: str) 
                 ensure_ascii=False))
             assert all(acked >= 0 for acked, _ in ledger.documents.values())
 
-            server = await asyncio.to_thread(start_server, data_dir)  # the Chroma folder opens again
-            assert (data_dir / "chroma").is_dir()
+            server = await asyncio.to_thread(start_server, data_dir)
             rpc = await RpcClient.open(server.url, server.token)
             try:
+                # The Chroma folder opens again (on first need: the index's status needs it).
+                await rpc.call("index:status", {"projectId": ledger.project_id})
+                assert (data_dir / "chroma").is_dir()
                 for checked in ledgers:
                     await check_ledger(rpc, checked)
                 projects = (await rpc.call("project:list"))["projects"]

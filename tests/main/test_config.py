@@ -40,6 +40,8 @@ def test_defaults(clean_env: Path) -> None:
         "chroma_url": None,
         "embedding": "multilingual-e5-small",
         "index_debounce": 0.3,
+        "index_idle_minutes": 10.0,
+        "max_open_indexes": 8,
         "log_level": "info",
         "allowed_origins": (),
         "allow_file_origins": False,
