@@ -360,7 +360,9 @@ class Retrieval:
             project.verify = True  # the vector store may be damaged: the next pass checks and repairs it
             project.schedule(())
             raise
-        if project.snapshot is snapshot:  # not kept for a snapshot already replaced
+        # Kept only when it is the published snapshot's answer and no pass was writing to the vector
+        # store meanwhile: a pass adds vectors before it publishes and deletes orphans after.
+        if project.snapshot is snapshot and not project.lock.locked():
             self._results.put(project.project_id, key, hits)
         return hits
 

@@ -118,6 +118,23 @@ async def test_no_kept_result_crosses_projects(standalone: Standalone, tmp_path:
     assert (retrieval._results.entries("p1"), retrieval._results.entries("p2")) == (1, 1)
 
 
+async def test_nothing_is_kept_while_an_index_pass_runs(standalone: Standalone, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass writes vectors before it publishes its snapshot and deletes orphans after: a search
+    answered meanwhile is used by its callers but not kept; once the pass is over it is."""
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    await retrieval.index_project("p1", root)
+    runs = count_searches(monkeypatch, standalone)
+    async with retrieval._projects["p1"].lock:  # as a pass holds it
+        assert await retrieval.search("p1", QUERY)
+        assert retrieval._results.entries("p1") == 0
+    await retrieval.search("p1", QUERY)
+    await retrieval.search("p1", QUERY)
+    assert runs == ["p1", "p1"]
+    assert retrieval._results.entries("p1") == 1
+
+
 def test_kept_results_are_bounded_by_entries_and_bytes() -> None:
     """Each project keeps at most SEARCH_RESULTS results and SEARCH_RESULT_BYTES bytes of them; one
     project filling its share evicts none of another's."""
