@@ -56,6 +56,8 @@ class _Project:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     used: float = field(default_factory=time.monotonic)  # when a request last needed it
+    # Stops its watcher; its own, since watchfiles sets the event of a watch that is cancelled.
+    stop: threading.Event = field(default_factory=threading.Event)
 
     def schedule(self, documents: Iterable[str] | None) -> None:
         if documents is None or self.pending is None:
@@ -198,7 +200,7 @@ class Retrieval:
         project.tasks.append(asyncio.ensure_future(self._work(project)))
         if self._watch:
             project.tasks.append(asyncio.ensure_future(
-                watch_documents(root, project.schedule, debounce=self._debounce, stop=self._closing)))
+                watch_documents(root, project.schedule, debounce=self._debounce, stop=project.stop)))
         self._projects[project_id] = project
         project.schedule(None)
         _log.info("retrieval.opened", project_id=project_id, chunks=len(snapshot.chunks))
@@ -218,6 +220,7 @@ class Retrieval:
         if project is None or _busy(project):
             return False
         del self._projects[project_id]
+        project.stop.set()
         for task in project.tasks:
             task.cancel()
         await asyncio.gather(*project.tasks, return_exceptions=True)
@@ -428,6 +431,8 @@ class Retrieval:
         tasks = [*self._background, *(t for p in self._projects.values() for t in p.tasks)]
         if self._sweeper is not None:
             tasks.append(self._sweeper)
+        for project in self._projects.values():
+            project.stop.set()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

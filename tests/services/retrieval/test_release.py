@@ -92,11 +92,12 @@ async def test_a_project_nobody_uses_is_released_and_comes_back(opened: Standalo
     assert key(await search(retrieval, "p1")) == key(before)
 
 
-@pytest.mark.parametrize("opened", [{"max_open": 1}], indirect=True)
+@pytest.mark.parametrize("opened", [{"max_open": 1, "watch": True}], indirect=True)
 async def test_beyond_max_open_the_least_recently_used_project_leaves(opened: Standalone,
                                                                        tmp_path: Path) -> None:
     """With max_open 1, opening a second project releases the first once it is not indexing; the
-    first comes back with the same results when searched again."""
+    project still open keeps indexing its edits (stopping the first one's watcher stops nothing
+    else), and the first comes back with the same results when searched again."""
     retrieval = opened.retrieval
     await retrieval.index_project("p1", write_project(tmp_path / "p1"))
     await retrieval.wait_idle("p1")
@@ -104,4 +105,10 @@ async def test_beyond_max_open_the_least_recently_used_project_leaves(opened: St
     await retrieval.index_project("p2", write_project(tmp_path / "p2"))
     await until_released(retrieval, "p1")
     assert list(retrieval._projects) == ["p2"]
+    edit = "灯塔的门在半夜被风吹开了，铜铃响个不停。"
+    (tmp_path / "p2" / "第02章.md").write_text(zh_chapter("第2章", 20, start=40) + "\n\n" + edit + "\n",
+                                               encoding="utf-8")
+    await retrieval.touch("p2", "第02章.md")
+    await retrieval.wait_idle("p2")
+    assert edit in (await retrieval.search("p2", "半夜灯塔的门被风吹开，铜铃一直在响"))[0].text
     assert key(await search(retrieval, "p1")) == key(before)
