@@ -73,6 +73,17 @@ class Lazy(Generic[T]):
         return future.result() if future is not None and future.done() and future.exception() is None \
             else None
 
+    async def settled(self) -> T | None:
+        """The value once a load in progress ends; None if nothing loads or the load failed (never
+        starts one)."""
+        future = self._future
+        if future is None:
+            return None
+        try:
+            return await asyncio.wrap_future(future)
+        except Exception:
+            return None
+
     def close(self, closer: Callable[[T], None], timeout: float = 30.0) -> None:
         """Wait for a load in progress (at most ``timeout`` s), then ``closer(value)`` if it loaded."""
         future = self._future

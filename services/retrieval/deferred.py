@@ -146,10 +146,9 @@ class DeferredRetrieval:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         service = None
-        with contextlib.suppress(Exception):  # never loaded: nothing to close
-            if self._service.loaded or self.client.loaded or self.embedder.loaded:
-                async with asyncio.timeout(30):
-                    service = await self.ready()
+        with contextlib.suppress(TimeoutError):  # a load in progress ends first; none is started
+            async with asyncio.timeout(30):
+                service = await self._service.settled()
         if service is not None:
             await service.close()
 
