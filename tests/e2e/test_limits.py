@@ -14,6 +14,7 @@ from ipc.session import SessionLimits
 from tests.support.client import RpcClient, connected
 from tests.support.handshake import handshake_status, hang_up, raw_handshake
 from tests.support.inproc import TOKEN, inproc_server
+from tests.support.silent_client import masked_text_frame
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -114,23 +115,11 @@ async def send_unread(port: int, frames: int, text: str, count: int) -> asyncio.
     """Open a raw connection and send ``frames`` test:echo requests for ``count`` copies of ``text``
     each, never reading a reply; returns the connection's writer."""
     _status, _reader, writer = await raw_handshake(port, headers=BEARER)
-    frame = _masked_text_frame(json.dumps({"jsonrpc": "2.0", "method": "test:echo",
+    frame = masked_text_frame(json.dumps({"jsonrpc": "2.0", "method": "test:echo",
                                            "params": {"text": text, "count": count}, "id": 1}))
     for _ in range(frames):
         writer.write(frame)
     return writer
-
-
-def _masked_text_frame(text: str) -> bytes:
-    payload = text.encode()
-    header = bytearray([0x81])
-    if len(payload) < 126:
-        header.append(0x80 | len(payload))
-    elif len(payload) < 65536:
-        header += bytes([0x80 | 126]) + len(payload).to_bytes(2, "big")
-    else:
-        header += bytes([0x80 | 127]) + len(payload).to_bytes(8, "big")
-    return bytes(header) + b"\0\0\0\0" + payload  # a zero mask leaves the payload as is
 
 
 async def test_handshakes_that_never_upgrade_hold_no_slot() -> None:

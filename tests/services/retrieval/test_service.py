@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -45,15 +44,6 @@ def write_project(root: Path) -> Path:
     (root / "part-1" / "chapter-01.md").write_text(english + "\n\n" + EN_FACT + "\n", encoding="utf-8")
     (root / "part-1" / "chapter-02.md").write_text(english + "\n", encoding="utf-8")
     return root
-
-
-@pytest.fixture
-async def standalone(tmp_path: Path) -> AsyncIterator[Standalone]:
-    opened = build_retrieval(tmp_path / "data")
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 async def test_a_fact_planted_early_is_found_when_writing_a_later_chapter(standalone: Standalone,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +29,6 @@ from tests.support.scenarios import zh_chapter
 
 COUNTER = CountCache(resolve_tokenizer())
 QUERY = "夜里他又想起了那把钥匙，它到底藏在哪里？"
-
-
-@pytest.fixture
-async def standalone(tmp_path: Path) -> AsyncIterator[Standalone]:
-    opened = build_retrieval(tmp_path / "data")
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 def count_searches(monkeypatch: pytest.MonkeyPatch, standalone: Standalone) -> list[str]:
