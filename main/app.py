@@ -62,7 +62,7 @@ from services.projects.documents import MAX_DOCUMENT_BYTES
 from services.projects.roots import CheckedDocumentStore
 from services.reading.ask import ReadingCompanion
 from services.reading.roll_up import RollUp
-from services.reading.service import ReadingService
+from services.reading.service import ReadingService, edition_cache
 from services.reading.store import SummaryStore
 from services.retrieval.deferred import DeferredRetrieval, deferred_retrieval
 from services.retrieval.provider import RetrievalProvider
@@ -253,7 +253,7 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
     register_character_chat(registry, config, services, context, kg, projects, assembly_profiles, completions)
     reading = ReadingService(documents=partial(_document_ids, documents), read=documents.read,
                              counter=context.counter, summaries=SummaryStore(database),
-                             page_tokens=partial(_reading_page_tokens, projects))
+                             page_tokens=partial(_reading_page_tokens, projects), editions=edition_cache())
     register_reading(registry, reading, RollUp(reading, completions,
                                                available=lambda: bool(completions.connection_ids),
                                                progress=partial(_publish_progress, retrieval)))
