@@ -26,6 +26,13 @@ MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
 # equal weights) fell below BM25 alone, this beats both on recall@5 and MRR.
 DENSE_WEIGHT = 0.3
 DENSE_FLOOR_RANK = 20
+
+
+def dense_weight(encoder: str) -> float:
+    """The dense similarity's weight in hybrid fusion for the index's encoder (its config string)."""
+    return DENSE_WEIGHT
+
+
 # Every snapshot a number of its own, never reused: search results are kept by it.
 _VERSIONS = itertools.count(1)
 
@@ -100,12 +107,12 @@ class Snapshot:
 
 
 def fuse(snapshot: Snapshot, dense: Sequence[tuple[int, str, float]], lexical: Sequence[tuple[int, float]], *,
-         mode: Mode, limit: int, exclude: Exclusion | None) -> list[Hit]:
+         mode: Mode, limit: int, exclude: Exclusion | None, dense_weight: float = DENSE_WEIGHT) -> list[Hit]:
     """The top ``limit`` chunks by the normalized scores of the rankings ``mode`` uses."""
     chunks = snapshot.chunks
     dense_scores = _dense_scores(dense, chunks, exclude) if mode != "lexical" else {}
     lexical_scores = _lexical_scores(lexical, chunks, exclude) if mode != "dense" else {}
-    weight = {"hybrid": DENSE_WEIGHT, "dense": 1.0, "lexical": 0.0}[mode]
+    weight = {"hybrid": dense_weight, "dense": 1.0, "lexical": 0.0}[mode]
     scores = {p: lexical_scores.get(p, 0.0) + weight * dense_scores.get(p, 0.0)
               for p in (*lexical_scores, *dense_scores)}
     best = (mode != "dense") + weight

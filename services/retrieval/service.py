@@ -28,7 +28,7 @@ from services.retrieval.embeddings import Embedder, embed_queries
 from services.retrieval.indexer import Indexer, IndexStopped, SyncReport
 from services.retrieval.lexical import Terms
 from services.retrieval.query import DenseQuery, combine
-from services.retrieval.search import Exclusion, Hit, Mode, Snapshot, fuse
+from services.retrieval.search import Exclusion, Hit, Mode, Snapshot, dense_weight, fuse
 from services.retrieval.store import ChunkStore
 from services.retrieval.vectors import VectorIndex
 from services.retrieval.watcher import watch_documents
@@ -380,7 +380,8 @@ class Retrieval:
             hits = self._vectors.query(project_id, vector, wanted)
             dense = snapshot.dense_positions(hits)
         lexical = [] if mode == "dense" else snapshot.lexical.search(self._terms(query), 2 * limit)
-        return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude)
+        return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude,
+                    dense_weight=dense_weight(self._indexer.state.embedding))
 
     def _query_vector(self, project_id: str, snapshot: Snapshot, query: str | DenseQuery) -> Any | None:
         """The vector to search with, or None when there is nothing to ask."""
