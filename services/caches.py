@@ -187,6 +187,26 @@ def search_result_cache() -> SearchResults:
                         size=search_result_size)
 
 
+# Search terms of the runs of words in retrieval queries (services/retrieval/lexical.py): a query is
+# the last sentences before the cursor, so neighbouring ones share most runs, and jieba's segmentation
+# of a run costs more than anything else in building a query. Sized in characters: the run (the key)
+# and its terms, about as long again.
+QUERY_RUNS = 16384
+QUERY_RUN_CHARS = 1_000_000
+
+QueryTerms = ProjectCache[str, tuple[str, ...]]
+
+
+def query_terms_size(terms: tuple[str, ...]) -> int:
+    """Characters a kept run holds, about: its terms and the run itself (the key)."""
+    return 2 * sum(map(len, terms)) + 1
+
+
+def query_terms_cache() -> QueryTerms:
+    return ProjectCache(max_entries=QUERY_RUNS, max_size=QUERY_RUN_CHARS, max_projects=MAX_PROJECTS,
+                        size=query_terms_size)
+
+
 @dataclass(frozen=True)
 class SourceCaches:
     """The per-project caches of the source providers, made once by the composition root."""
@@ -194,9 +214,11 @@ class SourceCaches:
     entity_sheets: ProjectCache[Hashable, Rendered] = field(default_factory=entity_sheet_cache)
     episode_texts: ProjectCache[Hashable, Rendered] = field(default_factory=episode_text_cache)
     search_results: SearchResults = field(default_factory=search_result_cache)
+    query_terms: QueryTerms = field(default_factory=query_terms_cache)
 
     def drop(self, project_id: str) -> None:
         """Forget everything kept for ``project_id``."""
         self.entity_sheets.drop(project_id)
         self.episode_texts.drop(project_id)
         self.search_results.drop(project_id)
+        self.query_terms.drop(project_id)

@@ -15,7 +15,7 @@ from services.retrieval.embedding_spec import DEFAULT_EMBEDDING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from services.caches import SearchResults
+    from services.caches import QueryTerms, SearchResults
     from services.retrieval.embeddings import Embedder
     from services.retrieval.service import Retrieval, Roots
     from services.store import Database
@@ -26,17 +26,19 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
                      embedding: str = DEFAULT_EMBEDDING, configured: bool = False,
                      cache_dir: Path | None = None, roots: Roots,
                      debounce: float = 0.3, watch: bool = True,
-                     results: SearchResults | None = None, embedder: Embedder | None = None,
+                     results: SearchResults | None = None, query_terms: QueryTerms | None = None,
+                     embedder: Embedder | None = None,
                      idle_after: float | None = None, max_open: int | None = None,
                      on_release: Callable[[], None] | None = None) -> Retrieval:
     """The retrieval service over an open database and Chroma client (loads the encoder: blocking).
 
     ``embedding`` is the config string; ``configured`` says it was chosen rather than defaulted
-    (``system:info`` tells which). ``results`` keeps search results (the composition root's cache;
-    a private one if None). ``embedder``: the encoder already chosen, else chosen here. The default,
-    e5, falls back to the Universal Sentence Encoder where it cannot load; the index records the
-    encoder actually used. ``idle_after`` (seconds), ``max_open`` and ``on_release``: when projects'
-    indexes leave memory (:meth:`Retrieval.release`); by default they stay.
+    (``system:info`` tells which). ``results`` keeps search results and ``query_terms`` the terms
+    of query runs (the composition root's caches; private ones if None). ``embedder``: the encoder
+    already chosen, else chosen here. The default, e5, falls back to the Universal Sentence Encoder
+    where it cannot load; the index records the encoder actually used. ``idle_after`` (seconds),
+    ``max_open`` and ``on_release``: when projects' indexes leave memory (:meth:`Retrieval.release`);
+    by default they stay.
     """
     from services.context.counting import CountCache
     from services.retrieval.embeddings import choose_embedding
@@ -57,7 +59,8 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     indexer = Indexer(store, vectors, terms, counter.count, embedding=embedder.name,
                       tokenizer=f"{info.encoding}:{'exact' if info.exact else 'estimate'}")
     return Retrieval(store, indexer, vectors, terms, roots=roots, debounce=debounce, watch=watch,
-                     embedder=embedder, results=results, idle_after=idle_after, max_open=max_open,
+                     embedder=embedder, results=results, query_terms=query_terms, idle_after=idle_after,
+                     max_open=max_open,
                      on_release=on_release)
 
 

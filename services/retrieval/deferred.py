@@ -22,7 +22,7 @@ from services.lazy import Deferred, Lazy
 from services.retrieval.embeddings import EmbeddingChoice, embedder_for, settle_embedding
 
 if TYPE_CHECKING:
-    from services.caches import SearchResults
+    from services.caches import QueryTerms, SearchResults
     from services.retrieval.embeddings import Embedder
     from services.retrieval.indexer import SyncReport
     from services.retrieval.query import DenseQuery
@@ -155,7 +155,8 @@ class DeferredRetrieval:
 
 def deferred_retrieval(database: Database, tokenizer: Tokenizer, *, embedding: str, configured: bool,
                        open_client: Callable[[], Any], cache_dir: Path, roots: Roots, debounce: float,
-                       results: SearchResults | None = None, idle_after: float | None = None,
+                       results: SearchResults | None = None, query_terms: QueryTerms | None = None,
+                       idle_after: float | None = None,
                        max_open: int | None = None, on_release: Callable[[], None] | None = None,
                        create: Callable[..., Retrieval] | None = None) -> DeferredRetrieval:
     """The server's retrieval over an open database: nothing loads until first needed.
@@ -171,7 +172,8 @@ def deferred_retrieval(database: Database, tokenizer: Tokenizer, *, embedding: s
     embedder = Lazy("embedder", lambda: embedder_for(choice.get()))
     client: Lazy[Any] = Lazy("vectors", open_client)
     options = {"embedding": embedding, "configured": configured, "cache_dir": cache_dir, "roots": roots,
-               "debounce": debounce, "results": results, "idle_after": idle_after, "max_open": max_open,
+               "debounce": debounce, "results": results, "query_terms": query_terms, "idle_after": idle_after,
+               "max_open": max_open,
                "on_release": on_release}
     return DeferredRetrieval(choice, embedder, client, partial(_build, create, database, tokenizer, options))
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,9 @@ from typing import Any
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
+
+# Known terms of a run of words: ``known(run, make)`` gives the kept terms of ``run``, else ``make()``'s.
+KnownTerms = Callable[[str, Callable[[], tuple[str, ...]]], tuple[str, ...]]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -48,16 +52,19 @@ class Terms:
                 self._jieba = segmenter
             return self._jieba
 
-    def __call__(self, text: str) -> list[str]:
+    def __call__(self, text: str, known: KnownTerms | None = None) -> list[str]:
+        """The terms of ``text``; a Chinese run's segmentation (the costly part) is looked up in
+        ``known`` first, when given: queries of neighbouring cursors share most of their runs."""
         terms: list[str] = []
         for word in _WORD.findall(text.lower()):
             if _CJK.search(word):
-                terms.extend(self._chinese(word))
+                found = self._chinese(word) if known is None else known(word, partial(self._chinese, word))
+                terms.extend(found)
             elif word not in _STOP_EN and (len(word) > 1 or word.isdigit()):
                 terms.append(_stem(word))
         return terms
 
-    def _chinese(self, run: str) -> list[str]:
+    def _chinese(self, run: str) -> tuple[str, ...]:
         out: list[str] = []
         for part in re.split(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)", run):
             if not part:
@@ -66,7 +73,7 @@ class Terms:
                 out.extend(w for w in self._segmenter().cut_for_search(part) if w not in _STOP_ZH)
             elif part not in _STOP_EN:
                 out.append(_stem(part))
-        return out
+        return tuple(out)
 
 
 def _stem(word: str) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from services.caches import SearchResults, search_result_cache
+from services.caches import QueryTerms, SearchResults, query_terms_cache, search_result_cache
 from services.retrieval.chunking import content_hash
 from services.retrieval.embeddings import Embedder, embed_queries
 from services.retrieval.indexer import Indexer, IndexStopped, SyncReport
@@ -83,7 +83,8 @@ class Retrieval:
     def __init__(self, store: ChunkStore, indexer: Indexer, vectors: VectorIndex, terms: Terms, *,
                  roots: Roots, debounce: float = 0.3, watch: bool = True,
                  embedder: Embedder | None = None, results: SearchResults | None = None,
-                 idle_after: float | None = None, max_open: int | None = None,
+                 query_terms: QueryTerms | None = None, idle_after: float | None = None,
+                 max_open: int | None = None,
                  on_release: Callable[[], None] | None = None) -> None:
         self._store = store
         self.embedder = embedder
@@ -107,6 +108,8 @@ class Retrieval:
         # Results by (snapshot version, query, exclusion, ...), per project and bounded (made by the
         # composition root); searches running now by the same key, so identical ones run once.
         self._results = results if results is not None else search_result_cache()
+        # Terms of the runs of words in lexical queries, per project (jieba's segmentation is the cost).
+        self._query_terms = query_terms if query_terms is not None else query_terms_cache()
         self._running: dict[tuple[str, Hashable], asyncio.Future[tuple[Hit, ...]]] = {}
         # Projects' indexes in memory are let go after ``idle_after`` seconds without a request that
         # needs them, and beyond ``max_open`` (least recently used first); ``on_release`` runs after.
@@ -225,6 +228,7 @@ class Retrieval:
             task.cancel()
         await asyncio.gather(*project.tasks, return_exceptions=True)
         self._results.drop(project_id)
+        self._query_terms.drop(project_id)
         self._vectors.release(project_id)
         self._indexer.cache.drop(project_id)
         _log.info("retrieval.released", project_id=project_id, chunks=len(project.snapshot.chunks))
@@ -379,7 +383,8 @@ class Retrieval:
             wanted = 4 * limit if mode == "dense" else DENSE_SENTENCES
             hits = self._vectors.query(project_id, vector, wanted)
             dense = snapshot.dense_positions(hits)
-        lexical = [] if mode == "dense" else snapshot.lexical.search(self._terms(query), 2 * limit)
+        lexical = [] if mode == "dense" else snapshot.lexical.search(
+            self._terms(query, partial(self._query_terms.get_or_make, project_id)), 2 * limit)
         return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude,
                     dense_weight=dense_weight(self._indexer.state.embedding))
 

@@ -136,12 +136,10 @@ class VectorIndex:
             self._client.delete_collection(self.collection_name(project_id))
 
     def query(self, project_id: str, embedding: Any, limit: int) -> list[VectorHit]:
-        collection = self._collection(project_id)
-        size = collection.count()
-        if not size:
-            return []
-        found = collection.query(query_embeddings=[embedding], n_results=min(limit, size),
-                                 include=["metadatas", "distances"])
+        # No count() first: Chroma answers with what it holds when that is fewer than ``limit``, and a
+        # count took longer than the query itself, holding the GIL.
+        found = self._collection(project_id).query(query_embeddings=[embedding], n_results=limit,
+                                                   include=["metadatas", "distances"])
         hits = []
         for vid, distance, meta in zip(found["ids"][0], found["distances"][0], found["metadatas"][0],
                                        strict=True):

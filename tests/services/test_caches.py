@@ -103,14 +103,17 @@ def test_instances_share_nothing() -> None:
 
 
 def test_source_caches_drop_a_project_from_every_cache() -> None:
-    """SourceCaches.drop forgets the project in both the entity-sheet and the episode cache."""
+    """SourceCaches.drop forgets the project in every cache (entity sheets, episodes, query terms)
+    and no other project's entries."""
     caches = SourceCaches()
     caches.entity_sheets.put("p1", "e", ("sheet", frozenset()))
     caches.episode_texts.put("p1", "e", ("episode", frozenset()))
     caches.episode_texts.put("p2", "e", ("episode", frozenset()))
+    caches.query_terms.put("p1", "灯塔", ("灯塔",))
     caches.drop("p1")
     assert caches.entity_sheets.get("p1", "e") is None
     assert caches.episode_texts.get("p1", "e") is None
+    assert caches.query_terms.get("p1", "灯塔") is None
     assert caches.episode_texts.get("p2", "e") is not None
 
 

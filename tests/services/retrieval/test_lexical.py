@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from services.retrieval.lexical import Bm25, Terms
@@ -26,6 +27,25 @@ def test_mixed_text_keeps_latin_inside_chinese() -> None:
     """A Latin name inside Chinese text is a term of its own."""
     terms = TERMS("Mara在灯塔里找到了key")
     assert {"mara", "灯塔", "key"} <= set(terms)
+
+
+def test_known_runs_give_the_same_terms_and_skip_segmenting_them_again() -> None:
+    """With ``known``, each Chinese run is looked up first: the terms are those found without it,
+    and a run seen before is not segmented again (English words never go through it)."""
+    kept: dict[str, tuple[str, ...]] = {}
+    made: list[str] = []
+
+    def known(run: str, make: Callable[[], tuple[str, ...]]) -> tuple[str, ...]:
+        if run not in kept:
+            made.append(run)
+            kept[run] = make()
+        return kept[run]
+
+    text = "林远把铜钥匙藏在灯塔下，Mara found the keys。林远把铜钥匙藏在灯塔下"
+    assert TERMS(text, known) == TERMS(text)
+    assert made == ["林远把铜钥匙藏在灯塔下"]
+    assert TERMS(text, known) == TERMS(text)
+    assert made == ["林远把铜钥匙藏在灯塔下"]
 
 
 def test_the_dictionary_cache_goes_where_asked(tmp_path: Path) -> None:

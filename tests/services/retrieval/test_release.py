@@ -66,14 +66,17 @@ async def until_released(retrieval: Retrieval, project_id: str) -> None:
 
 async def test_a_released_project_comes_back_with_the_same_results(opened: Standalone,
                                                                    tmp_path: Path) -> None:
-    """release() lets go of an indexed project's index in memory; the next search opens it again
-    from the store and gives the same hits, in the same order, with the same scores."""
+    """release() lets go of an indexed project's index in memory (and the terms of its queries'
+    runs); the next search opens it again from the store and gives the same hits, in the same
+    order, with the same scores."""
     retrieval = opened.retrieval
     await retrieval.index_project("p1", write_project(tmp_path / "p1"))
     before = await search(retrieval, "p1")
     assert KEY_FACT in before[0].text
+    assert retrieval._query_terms.entries("p1") > 0  # the query's runs, kept while it is open
     assert await retrieval.release("p1")
     assert "p1" not in retrieval._projects
+    assert retrieval._query_terms.entries("p1") == 0
     assert not await retrieval.release("p1")  # not open: nothing to let go
     after = await search(retrieval, "p1")
     assert key(after) == key(before)
