@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import structlog
 
-from main.logs import configure_logging
+from main.logs import RotatingJsonFile, configure_logging
 
 
 def _is_pytests(handler: logging.Handler) -> bool:
@@ -101,6 +101,31 @@ def test_the_file_handler_rotates(tmp_path: Path) -> None:
                 if isinstance(h, logging.handlers.RotatingFileHandler)]
     assert [(h.baseFilename, h.maxBytes, h.backupCount) for h in rotating] == [
         (str(tmp_path / "strata.log"), 5 * 2**20, 3)]
+
+
+def test_the_file_rolls_over_at_its_size_and_formats_each_record_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past maxBytes the file moves to .1 and a new one starts; every line is whole JSON, each
+    record formatted once (the standard handler formats it a second time to measure it)."""
+    handler = RotatingJsonFile(tmp_path / "strata.log", maxBytes=400, backupCount=2, encoding="utf-8")
+    handler.setFormatter(logging.Formatter('{"n": %(message)s, "pad": "' + 'x' * 40 + '"}'))
+    formatted: list[str] = []
+    original = handler.format
+    def counting(record: logging.LogRecord) -> str:
+        formatted.append(record.msg)
+        return original(record)
+
+    monkeypatch.setattr(handler, "format", counting)
+    for n in range(30):
+        handler.handle(logging.LogRecord("t", logging.INFO, __file__, 1, str(n), None, None))
+    handler.close()
+    assert len(formatted) == 30
+    rolled = tmp_path / "strata.log.1"
+    assert rolled.exists()
+    assert rolled.stat().st_size < 400
+    lines = [json.loads(line)["n"] for path in (tmp_path / "strata.log.2", rolled, tmp_path / "strata.log")
+             if path.exists() for line in path.read_text(encoding="utf-8").splitlines()]
+    assert lines == list(range(30 - len(lines), 30))
 
 
 def test_debug_level_keeps_debug_lines(capsys: pytest.CaptureFixture[str]) -> None:
