@@ -14,8 +14,20 @@ def sha256_hex(text: str) -> str:
 
 
 def prefix_hashes(prompt: str, ends: Mapping[str, int]) -> dict[str, str]:
-    """The hash of the prompt up to the end of each section (cache breakpoints)."""
-    return {section: sha256_hex(prompt[:end]) for section, end in ends.items()}
+    """The hash of the prompt up to the end of each section (cache breakpoints).
+
+    One running hash over the prompt, copied at each end in turn, rather than each prefix hashed
+    from the start: the prompt is read once, not once per section.
+    """
+    running = hashlib.sha256()
+    at = 0
+    found: dict[int, str] = {}
+    for end in sorted(set(ends.values())):
+        if end > at:
+            running.update(prompt[at:end].encode("utf-8", "surrogatepass"))
+            at = end
+        found[end] = running.copy().hexdigest()
+    return {section: found[end] for section, end in ends.items()}
 
 
 def divergence(previous: str, current: str, ends: Sequence[tuple[str, int]]) -> Divergence | None:

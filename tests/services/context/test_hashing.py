@@ -53,6 +53,18 @@ def test_prefix_hashes_cover_the_prompt_up_to_each_layer_end() -> None:
     assert list(hashes) == ["rules", "settings", "retrieved", "immediate"]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("灯塔\n\ud800"), max_size=60),
+       st.dictionaries(st.sampled_from(["rules", "settings", "retrieved", "immediate", "a", "b"]),
+                       st.integers(min_value=0, max_value=70), max_size=6))
+def test_each_prefix_hash_is_the_hash_of_the_prompt_up_to_its_end(prompt: str, ends: dict[str, int]) -> None:
+    """For any prompt (lone surrogates included) and any ends, in any order, repeated or past the
+    end, each section's hash is SHA-256 of exactly prompt[:end], in the order the ends were given."""
+    hashes = prefix_hashes(prompt, ends)
+    assert hashes == {section: sha256_hex(prompt[:end]) for section, end in ends.items()}
+    assert list(hashes) == list(ends)
+
+
 def test_no_divergence_for_equal_prefixes() -> None:
     """Equal prefixes do not diverge."""
     ends = _ends(("规则", "偏好"))
