@@ -228,12 +228,12 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
             SemanticMemoryProvider(partial(semantic.list, confirmed_only=True)),
             EpisodicMemoryProvider(partial(episodic.list, limit=EPISODES_CONSIDERED),
                                    texts=caches.episode_texts),
-            RetrievalProvider(retrieval, services.tokenizer.info.encoding),
+            RetrievalProvider(retrieval, services.tokenizer.info.encoding, items=caches.retrieval_items),
             SegmentsProvider(segments.active),
         ),
         tokenizers=tokenizers,
         plans=assembly_profiles,
-    ), memos=services.memos)
+    ), memos=services.memos, line_features=caches.line_features)
     register_context(registry, context, profiles)
     register_game_master(registry, GameMaster(context))
     chat = ChatService(

@@ -207,6 +207,40 @@ def query_terms_cache() -> QueryTerms:
                         size=query_terms_size)
 
 
+# Relevance features of the lines around the cursor (services/sources/relevance.py features_by_line):
+# an assembly's window shares all but a line or two with the previous keystroke's. Sized in
+# characters of features, about twice the line's length for Chinese bigrams, plus the line (the key).
+LINE_FEATURES = 16384
+LINE_FEATURE_CHARS = 4_000_000
+
+LineFeatures = ProjectCache[str, frozenset[str]]
+
+
+def line_features_size(value: frozenset[str]) -> int:
+    """Characters a kept line holds, about: its features and the line itself (the key)."""
+    chars = sum(map(len, value))
+    return chars + chars // 2 + 1
+
+
+def line_features_cache() -> LineFeatures:
+    return ProjectCache(max_entries=LINE_FEATURES, max_size=LINE_FEATURE_CHARS, max_projects=MAX_PROJECTS,
+                        size=line_features_size)
+
+
+# The Retrieved layer's items made from a kept search result (services/retrieval/provider.py): the
+# neighbouring requests that share a result share its items too. Sized in items; the items' texts
+# are the index snapshot's own strings, not copies.
+RETRIEVAL_ITEM_LISTS = 32
+RETRIEVAL_ITEMS = 32 * 200
+
+RetrievalItems = ProjectCache[Hashable, tuple[Any, Any, tuple[Any, ...]]]
+
+
+def retrieval_items_cache() -> RetrievalItems:
+    return ProjectCache(max_entries=RETRIEVAL_ITEM_LISTS, max_size=RETRIEVAL_ITEMS, max_projects=MAX_PROJECTS,
+                        size=lambda value: len(value[2]) + 1)
+
+
 @dataclass(frozen=True)
 class SourceCaches:
     """The per-project caches of the source providers, made once by the composition root."""
@@ -215,6 +249,8 @@ class SourceCaches:
     episode_texts: ProjectCache[Hashable, Rendered] = field(default_factory=episode_text_cache)
     search_results: SearchResults = field(default_factory=search_result_cache)
     query_terms: QueryTerms = field(default_factory=query_terms_cache)
+    line_features: LineFeatures = field(default_factory=line_features_cache)
+    retrieval_items: RetrievalItems = field(default_factory=retrieval_items_cache)
 
     def drop(self, project_id: str) -> None:
         """Forget everything kept for ``project_id``."""
@@ -222,3 +258,5 @@ class SourceCaches:
         self.episode_texts.drop(project_id)
         self.search_results.drop(project_id)
         self.query_terms.drop(project_id)
+        self.line_features.drop(project_id)
+        self.retrieval_items.drop(project_id)

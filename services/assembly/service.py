@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Protocol
 
 import structlog
 
 from services.assembly.faults import FailingTokenizer, Fault, Faults
 from services.assembly.prefixes import Prefix, PrefixMemory
+from services.caches import LineFeatures, line_features_cache
 from services.concurrency.gate import Gate
 from services.concurrency.limiter import KeyedLimiter
 from services.concurrency.offload import off_loop
@@ -40,7 +42,7 @@ from services.errors import InputTooLarge, InvalidInput
 from services.profiles.catalog import PUBLISHED
 from services.profiles.plans import DEFAULT_PROFILE_NAME, BuiltInPlans, PlanSource
 from services.sources.base import GatherContext, Provider
-from services.sources.relevance import features
+from services.sources.relevance import features, features_by_line
 from services.sources.window import cut_window
 from services.tokenizer import Tokenizer
 from services.tokenizer.estimate import ConservativeEstimate
@@ -138,7 +140,7 @@ class ContextService:
     def __init__(self, collaborators: Collaborators, *, deadline: float = 2.0,
                  faults: Faults | None = None, prefixes: PrefixMemory | None = None,
                  limiter: KeyedLimiter | None = None, concurrency: int = ASSEMBLY_CONCURRENCY,
-                 memos: ProjectMemos | None = None) -> None:
+                 memos: ProjectMemos | None = None, line_features: LineFeatures | None = None) -> None:
         self._c = collaborators
         self._deadline = deadline
         self.concurrency = concurrency
@@ -148,6 +150,8 @@ class ContextService:
         self.faults = faults or Faults()
         self._prefixes = prefixes or PrefixMemory()
         self._memos = memos or ProjectMemos()
+        # Relevance features of the window's lines, per project: neighbouring keystrokes share most.
+        self._line_features = line_features if line_features is not None else line_features_cache()
         self._counters: dict[int, CountCache] = {}
 
     async def assemble(self, request: AssembleRequest, *, override: BudgetProfile | None = None,
@@ -249,8 +253,7 @@ class ContextService:
             self._counters[key] = CountCache(tokenizer)
         return self._counters[key]
 
-    @staticmethod
-    def _prepare(request: AssembleRequest, plan: Plan, text: str | None, skill: Skill | None,
+    def _prepare(self, request: AssembleRequest, plan: Plan, text: str | None, skill: Skill | None,
                  system_prompt: str, profile: BudgetProfile, counter: CountCache) -> _Prepared:
         """The CPU part of resolving: the input-size check, the budget and the window."""
         instruction = request.additional_input.strip()
@@ -265,8 +268,12 @@ class ContextService:
                              frozenset())
         window = cut_window(text, request.cursor_position, skill, window_allowance(budget, holder), counter)
         # Once here, off the event loop, for every provider that ranks by it.
-        near = features(window.before + window.after)
+        near = features_by_line(window.before + window.after,
+                                partial(self._known_features, request.project_id))
         return _Prepared(window, system_tokens, instruction, instruction_tokens, variable_tokens, near)
+
+    def _known_features(self, project_id: str, line: str) -> frozenset[str]:
+        return self._line_features.get_or_make(project_id, line, partial(features, line))
 
     async def _gather(self, ctx: GatherContext, plan: Plan,
                       own: Sequence[Provider] = ()) -> tuple[list[Item], list[str]]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from services.caches import RetrievalItems, retrieval_items_cache
 from services.context.models import Item
 from services.context.screening import MAX_RETRIEVED
 from services.retrieval.query import DenseQuery, settled
@@ -37,6 +38,7 @@ class RetrievalProvider:
     name: str = "retrieval"
     warning: str = "RETRIEVAL_UNAVAILABLE"
     sources: tuple[str, ...] = ("retrieval.passages",)
+    items: RetrievalItems = field(default_factory=retrieval_items_cache, repr=False)
 
     async def ready(self) -> None:
         """Wait until the searcher can search: the server's retrieval loads Chroma and the encoder when
@@ -62,7 +64,18 @@ class RetrievalProvider:
         hits = await self.searcher.search(ctx.project_id, query, limit=MAX_RETRIEVED, exclude=exclude,
                                           dense_query=dense)
         same = ctx.counter.info.exact and ctx.counter.info.encoding == self.index_encoding
-        return [self._item(hit, ctx, same, where) for hit in hits]
+        if not hits or not same:
+            return [self._item(hit, ctx, same, where) for hit in hits]
+        # A search makes new Hit objects every time it runs, so a result whose first and last hits are
+        # the very objects kept (held here, so never collected and their ids never reused) is the same
+        # kept result: its items, for this document and placement, are the ones made before.
+        key = (ctx.document_id, where, len(hits), id(hits[0]), id(hits[-1]))
+        kept = self.items.get(ctx.project_id, key)
+        if kept is not None and kept[0] is hits[0] and kept[1] is hits[-1]:
+            return list(kept[2])
+        items = tuple(self._item(hit, ctx, same, where) for hit in hits)
+        self.items.put(ctx.project_id, key, (hits[0], hits[-1], items))
+        return list(items)
 
     @staticmethod
     def _item(hit: Hit, ctx: GatherContext, same_tokenizer: bool, where: tuple[str, str]) -> Item:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]{2,}")
@@ -26,6 +27,14 @@ def features(text: str) -> frozenset[str]:
         else:
             _add_char_by_char(run, found)
     return frozenset(found)
+
+
+def features_by_line(text: str, known: Callable[[str], frozenset[str]]) -> frozenset[str]:
+    """``features(text)`` as the union of its lines' features, each line's from ``known`` (which
+    may keep them): no feature spans a line break (a word or a run of letters stops at one), so
+    the union is exact, and a text that shares most lines with the last one costs only the new ones.
+    """
+    return frozenset().union(*map(known, text.split("\n")))
 
 
 def _add_char_by_char(run: str, found: set[str]) -> None:

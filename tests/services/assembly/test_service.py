@@ -83,6 +83,26 @@ async def test_foreign_item_is_refused_and_logged() -> None:
     assert any(e["event"] == "security.scope_violation" for e in logs)
 
 
+async def test_neighbouring_cursors_reuse_line_features_and_give_the_lone_prompt() -> None:
+    """The window's relevance features are kept per line and project: a second assembly a few
+    characters on adds only the lines it had not seen, and its prompt is byte-identical to the one
+    a fresh service builds at that cursor."""
+    world = _world()
+    lines = (f"第{n}行：林远在灯塔里等了{n}个夜晚，小远没有回来。" for n in range(60))
+    world.documents["lines.md"] = "\n".join(lines)
+    warm = world.service()
+    first = AssembleRequest("p1", "lines.md", 900, "continue")
+    await warm.assemble(first)
+    seen = warm._line_features.entries("p1")
+    assert seen > 10
+    neighbour = AssembleRequest("p1", "lines.md", 903, "continue")
+    again = await warm.assemble(neighbour)
+    assert warm._line_features.entries("p1") - seen <= 3  # the cursor's line, the window's cut ends
+    lone = await world.service().assemble(neighbour)
+    assert again.assembly.prompt == lone.assembly.prompt
+    assert again.assembly.reports == lone.assembly.reports
+
+
 async def test_stable_prefix_across_calls_and_after_a_new_rule() -> None:
     """Unchanged rules and settings keep the prefix; a newly confirmed rule changes it."""
     world = _world()

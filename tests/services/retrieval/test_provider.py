@@ -93,3 +93,24 @@ async def test_the_chunk_keeps_the_project_the_store_reported() -> None:
     """A hit from another project keeps that project id, so screening fails the request loudly."""
     items = await RetrievalProvider(Searcher([_hit("a.md", 0, project="p2")]), "x").gather(_ctx("continue"))
     assert items[0].project_id == "p2"
+
+
+async def test_the_same_kept_result_gives_the_same_items_and_a_new_one_new_items() -> None:
+    """Requests answered by the same kept search result (the same Hit objects) share its items, made
+    once; another document's request gets items of its own (its spans differ); a result searched
+    anew (new Hit objects, however equal) gets new items."""
+    hits = [_hit("卷一/第05章.md", 100), _hit("卷一/第02章.md", 200)]
+    searcher = Searcher(hits)
+    provider = RetrievalProvider(searcher, COUNTER.info.encoding)
+    first = await provider.gather(_ctx("continue"))
+    second = await provider.gather(_ctx("continue", cursor=903))
+    assert [a is b for a, b in zip(first, second, strict=True)] == [True, True]
+    assert first[0].span == (100, 140)
+    elsewhere = _ctx("continue")
+    other = GatherContext("p1", "卷一/第02章.md", "zh", elsewhere.skill, elsewhere.window, "", COUNTER)
+    theirs = await provider.gather(other)
+    assert (theirs[0].span, theirs[1].span) == (None, (200, 240))
+    searcher.hits = [_hit("卷一/第05章.md", 100), _hit("卷一/第02章.md", 200)]
+    anew = await provider.gather(_ctx("continue"))
+    assert anew == first
+    assert not any(a is b for a, b in zip(first, anew, strict=True))

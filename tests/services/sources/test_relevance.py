@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.sources.relevance import features, similarity
+from services.sources.relevance import features, features_by_line, similarity
 
 
 def test_english_words_are_lower_cased_and_single_letters_dropped() -> None:
@@ -92,6 +92,26 @@ def test_features_match_the_definition_on_any_text(text: str) -> None:
     """The run-at-a-time features equal the definition's, including characters whose lower case
     is longer ("İ") or depends on the next character (capital sigma)."""
     assert features(text) == _reference_features(text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=_TRICKY + "\n\n\r", max_size=60) | st.text(max_size=60))
+def test_features_by_line_equal_the_features_of_the_whole_text(text: str) -> None:
+    """No feature spans a line break, so the union of the lines' features is the text's, with or
+    without a cache of lines (a line seen before is not computed again)."""
+    kept: dict[str, frozenset[str]] = {}
+    computed: list[str] = []
+
+    def known(line: str) -> frozenset[str]:
+        if line not in kept:
+            computed.append(line)
+            kept[line] = features(line)
+        return kept[line]
+
+    assert features_by_line(text, features) == features(text)
+    assert features_by_line(text, known) == features(text)
+    assert features_by_line(text, known) == features(text)
+    assert len(computed) == len(set(text.split("\n")))
 
 
 def test_features_match_the_definition_next_to_every_code_point() -> None:
