@@ -138,17 +138,24 @@ def fuse(snapshot: Snapshot, dense: Sequence[tuple[int, str, float]], lexical: S
 
 def _dense_scores(dense: Sequence[tuple[int, str, float]], chunks: Sequence[ChunkRecord],
                   exclude: Exclusion | None) -> dict[int, float]:
-    """Each chunk's best sentence similarity, rescaled: the top chunk 1, the floor rank's 0."""
+    """Each chunk's best sentence similarity, rescaled: the top chunk 1, the floor rank's 0.
+
+    A flat head (the floor rank's chunk as similar as the top one: one sentence repeated in many
+    chunks is the query's nearest) singles out no chunk, so every chunk scores 0 and the dense
+    ranking only breaks ties; a lone chunk scores 1.
+    """
     best: dict[int, float] = {}
     for position, _, similarity in dense:
         if position not in best and not (exclude and exclude.excludes(chunks[position])):
             best[position] = similarity
-    if not best:
-        return best
+    if len(best) <= 1:
+        return dict.fromkeys(best, 1.0)
     values = list(best.values())
     top, floor = values[0], values[min(DENSE_FLOOR_RANK, len(values) - 1)]
     span = top - floor
-    return {p: max(0.0, (v - floor) / span) if span > 0 else 1.0 for p, v in best.items()}
+    if span <= 0:
+        return dict.fromkeys(best, 0.0)
+    return {p: max(0.0, (v - floor) / span) for p, v in best.items()}
 
 
 def _lexical_scores(lexical: Sequence[tuple[int, float]], chunks: Sequence[ChunkRecord],

@@ -111,3 +111,32 @@ def test_with_e5_a_dense_only_top_hit_outranks_a_bm25_only_top_hit() -> None:
     assert (use[0].document_id, use[0].ordinal) == ("a.md", 0)
     assert (e5[0].document_id, e5[0].ordinal) == ("a.md", 1)
     assert e5[0].score == round(E5_DENSE_WEIGHT / (1 + E5_DENSE_WEIGHT), 6)  # first in dense only
+
+
+def test_a_flat_dense_head_gives_no_chunk_a_dense_score() -> None:
+    """When the chunk at DENSE_FLOOR_RANK is as similar as the top one (one sentence repeated in many
+    chunks), every dense score is 0 and the dense rank only orders them: with e5's weight, BM25's first
+    hit ranks first in hybrid instead of falling behind every tied chunk."""
+    tied = DENSE_FLOOR_RANK + 5
+    chunks = [_chunk("c.md", n, n * 10, n * 10 + 10) for n in range(tied + 1)]
+    dense = [(n, "p1", 0.8) for n in range(tied)]
+    dense_only = fuse(Snapshot(chunks), dense, [], mode="dense", limit=100, exclude=None)
+    assert [h.ordinal for h in dense_only] == list(range(tied))
+    assert {h.score for h in dense_only} == {0.0}
+    hybrid = fuse(Snapshot(chunks), dense, [(tied, 5.0), (3, 1.0)], mode="hybrid", limit=100, exclude=None,
+                  dense_weight=E5_DENSE_WEIGHT)
+    assert [h.ordinal for h in hybrid[:3]] == [tied, 3, 0]
+    assert hybrid[0].score == round(1 / (1 + E5_DENSE_WEIGHT), 6)
+
+
+def test_a_head_tied_above_the_floor_still_scores_one() -> None:
+    """Ties that end before DENSE_FLOOR_RANK are not flat: the tied chunks score 1, the floor rank's 0;
+    a lone dense hit scores 1."""
+    chunks = [_chunk("c.md", n, n * 10, n * 10 + 10) for n in range(DENSE_FLOOR_RANK + 1)]
+    dense = [(n, "p1", 0.8) for n in range(DENSE_FLOOR_RANK)] + [(DENSE_FLOOR_RANK, "p1", 0.7)]
+    hits = fuse(Snapshot(chunks), dense, [], mode="dense", limit=100, exclude=None)
+    by = {h.ordinal: h.score for h in hits}
+    assert all(by[n] == 1.0 for n in range(DENSE_FLOOR_RANK))
+    assert by[DENSE_FLOOR_RANK] == 0.0
+    lone = fuse(Snapshot(chunks), [(4, "p1", 0.2)], [], mode="dense", limit=10, exclude=None)
+    assert [(h.ordinal, h.score) for h in lone] == [(4, 1.0)]
