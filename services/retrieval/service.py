@@ -43,6 +43,9 @@ QUERY_CHARS = 2000  # lexical query cap: terms past it add little
 # queries; on the tuning part (docs/retrieval.md) 400 found them (e5 hybrid recall@5 0.617 -> 0.717)
 # for about 2.7 ms more per search, and 800 added nothing.
 DENSE_SENTENCES = 400
+# The nearest sentences whose stored labels (project, chunk) are read and checked: the chunks that can
+# score in hybrid fusion (DENSE_FLOOR_RANK of them) come from these; the rest are placed by their ids.
+LABELLED_SENTENCES = 100
 DENSE_QUERY_CHARS = 600  # the encoder's cost grows with the text (~25 ms per 500 characters)
 _PROGRESS_EVERY = 0.2  # seconds between progress reports of one pass
 # (snapshot version, lexical query, dense query, limit, mode, exclusion with its cursor settled)
@@ -382,10 +385,13 @@ class Retrieval:
         dense: list[tuple[int, str, float]] = []
         vector = self._query_vector(project_id, snapshot, dense_query) if mode != "lexical" else None
         if vector is not None:
-            # Hybrid scores give nothing to chunks past the dense floor rank, so a hundred sentences
-            # are plenty; dense alone ranks them all (several sentences may share a chunk).
-            wanted = 4 * limit if mode == "dense" else DENSE_SENTENCES
-            hits = self._vectors.query(project_id, vector, wanted)
+            # Hybrid scores give nothing to chunks past the dense floor rank, so DENSE_SENTENCES
+            # are plenty and only the head's labels matter; dense alone ranks and scores them all
+            # (several sentences may share a chunk), so all their labels are read.
+            if mode == "dense":
+                hits = self._vectors.query(project_id, vector, 4 * limit)
+            else:
+                hits = self._vectors.query(project_id, vector, DENSE_SENTENCES, labelled=LABELLED_SENTENCES)
             dense = snapshot.dense_positions(hits)
         lexical = [] if mode == "dense" else snapshot.lexical.search(
             self._terms(query, partial(self._query_terms.get_or_make, project_id)), 2 * limit)

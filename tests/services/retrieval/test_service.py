@@ -292,7 +292,7 @@ async def test_a_failing_vector_store_raises_to_the_caller_and_is_checked_on_the
     await retrieval.wait_idle("p1")
     vectors = retrieval._vectors
 
-    def broken(*args: Any) -> Any:
+    def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("store unavailable")
 
     with pytest.MonkeyPatch.context() as patch:

@@ -9,7 +9,13 @@ from typing import Any
 import chromadb
 import pytest
 
-from services.retrieval.vectors import _settings, close_vector_store, open_vector_store
+from services.retrieval.vectors import (
+    VectorIndex,
+    _settings,
+    chunk_of_sentence,
+    close_vector_store,
+    open_vector_store,
+)
 
 
 @pytest.fixture
@@ -127,3 +133,27 @@ def test_url_opens_an_http_client_with_telemetry_off(
     assert calls[0] == expected
     assert settings.anonymized_telemetry is False
     assert not (tmp_path / "unused").exists()
+
+
+def test_a_query_reads_the_labels_of_its_head_and_places_the_rest_by_id(client: Any) -> None:
+    """The nearest ``labelled`` hits carry the labels stored with them (a foreign one included, for
+    the scope check); the rest are the queried project's, each in the chunk its id names."""
+    index = VectorIndex(client, None)
+    chunk = "c" * 32
+    index.add("p1", [(f"{chunk}-{n}", "a.md", chunk, [1.0, n / 10, 0.0]) for n in range(4)])
+    collection = index._collection("p1")
+    collection.upsert(ids=[f"{chunk}-0"], embeddings=[[1.0, 0.0, 0.0]],
+                      metadatas=[{"project_id": "intruder", "document_id": "a.md", "chunk": chunk}])
+    hits = index.query("p1", [1.0, 0.0, 0.0], 4, labelled=2)
+    assert [(h.chunk_id, h.project_id, h.document_id) for h in hits] == [
+        (chunk, "intruder", "a.md"), (chunk, "p1", "a.md"), (chunk, "p1", ""), (chunk, "p1", "")]
+    assert [h.project_id for h in index.query("p1", [1.0, 0.0, 0.0], 4)] == ["intruder", "p1", "p1", "p1"]
+    assert hits[0].similarity > hits[-1].similarity
+
+
+def test_a_sentence_id_names_its_chunk() -> None:
+    """``<chunk>-<n>`` belongs to ``<chunk>``; an id of another shape is its own chunk."""
+    assert chunk_of_sentence("ab12-3") == "ab12"
+    assert chunk_of_sentence("ab12") == "ab12"
+    assert chunk_of_sentence("ab12-x") == "ab12-x"
+    assert chunk_of_sentence("-3") == "-3"
