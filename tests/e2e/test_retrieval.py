@@ -18,15 +18,14 @@ import pytest
 
 from tests.support.client import RpcClient
 from tests.support.process import ServerProcess, start_server
-from tests.support.scenarios import Project, zh_chapter
+from tests.support.scenarios import KEY_FACT, Project, zh_chapter
+from tests.support.scenarios import KEY_INSTRUCTION as INSTRUCTION
 
 # The default encoder, e5, as the acceptance checks run it (the rest of the suite uses the faster
 # Universal Sentence Encoder, see tests/conftest.py).
 pytestmark = pytest.mark.server_flags("--index-debounce", "0.1", "--embedding", "multilingual-e5-small")
 
-KEY_FACT = "林远把铜钥匙藏在灯塔第三级台阶下的砖缝里，又用青苔盖住了缝隙。"
 EN_FACT = "Mara hid the brass key under the third step of the lighthouse stairs and covered it with moss."
-INSTRUCTION = "写林远想起那把铜钥匙藏在哪里"
 
 
 def chapters() -> dict[str, str]:

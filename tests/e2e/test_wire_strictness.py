@@ -20,12 +20,11 @@ import pytest
 
 from tests.support.client import RpcClient, connected
 from tests.support.process import ServerProcess
-from tests.support.scenarios import Project, zh_chapter
+from tests.support.scenarios import KEY_FACT, Project, zh_chapter
+from tests.support.scenarios import KEY_INSTRUCTION as INSTRUCTION
 
 pytestmark = pytest.mark.server_flags("--debug", "--index-debounce", "0.1")
 
-KEY_FACT = "林远把铜钥匙藏在灯塔第三级台阶下的砖缝里，又用青苔盖住了缝隙。"
-INSTRUCTION = "写林远想起那把铜钥匙藏在哪里"
 
 
 @pytest.fixture

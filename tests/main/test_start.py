@@ -21,10 +21,9 @@ from main.config import Config, StdinWatch
 from main.lifecycle import StopSignal
 from services.retrieval.vectors import open_vector_store
 from tests.support.client import RpcClient, connected
-from tests.support.scenarios import Project, zh_chapter
+from tests.support.scenarios import KEY_FACT, Project, zh_chapter
+from tests.support.scenarios import KEY_INSTRUCTION as INSTRUCTION
 
-KEY_FACT = "林远把铜钥匙藏在灯塔第三级台阶下的砖缝里，又用青苔盖住了缝隙。"
-INSTRUCTION = "写林远想起那把铜钥匙藏在哪里"
 CURSOR_DOCUMENT = "第03章.md"
 
 

@@ -27,6 +27,10 @@ HISTORY_HEADER = "[历史交互参考]"
 WINDOW_HEADER = "[当前正文]"
 INSTRUCTION_HEADER = "[用户指令]"
 CURSOR_MARK = "【光标】"
+# A fact planted in an early chapter, and an instruction that asks for it in other words: the
+# retrieval tests' probe that the Retrieved layer finds earlier text.
+KEY_FACT = "林远把铜钥匙藏在灯塔第三级台阶下的砖缝里，又用青苔盖住了缝隙。"
+KEY_INSTRUCTION = "写林远想起那把铜钥匙藏在哪里"
 LAYERS = ("rules", "settings", "retrieved", "immediate")
 SKILLS = ("continue", "polish", "expand", "rewrite")
 

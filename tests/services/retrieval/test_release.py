@@ -15,9 +15,8 @@ import pytest
 from services.retrieval import Standalone, build_retrieval
 from services.retrieval.search import Exclusion, Hit
 from services.retrieval.service import Retrieval
-from tests.support.scenarios import zh_chapter
+from tests.support.scenarios import KEY_FACT, zh_chapter
 
-KEY_FACT = "林远把铜钥匙藏在灯塔第三级台阶下的砖缝里，又用青苔盖住了缝隙。"
 QUERY = "夜里他又想起了那把钥匙，它到底藏在哪里？"
 
 

@@ -25,9 +25,8 @@ from services.retrieval.store import ChunkStore
 from services.sources.base import GatherContext
 from services.sources.window import cut_window
 from services.tokenizer import resolve_tokenizer
-from tests.support.scenarios import zh_chapter
+from tests.support.scenarios import KEY_FACT, zh_chapter
 
-KEY_FACT = "林远把铜钥匙藏在灯塔第三级台阶下的砖缝里，又用青苔盖住了缝隙。"
 EN_FACT = "Mara hid the brass key under the third step of the lighthouse stairs and covered it with moss."
 
 

@@ -24,8 +24,8 @@ from services.retrieval.store import ChunkRecord
 from services.sources.base import GatherContext
 from services.sources.window import cut_window
 from services.tokenizer import resolve_tokenizer
-from tests.services.retrieval.test_service import KEY_FACT, write_project
-from tests.support.scenarios import zh_chapter
+from tests.services.retrieval.test_service import write_project
+from tests.support.scenarios import KEY_FACT, zh_chapter
 
 COUNTER = CountCache(resolve_tokenizer())
 QUERY = "夜里他又想起了那把钥匙，它到底藏在哪里？"
