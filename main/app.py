@@ -149,7 +149,7 @@ def open_services(config: Config) -> Services:
             database, tokenizer, embedding=config.embedding,
             configured="embedding" in config.model_fields_set,
             open_client=partial(open_vector_store, path=config.chroma_path, url=config.chroma_url),
-            cache_dir=config.data_dir / "cache", roots=documents.root, debounce=config.index_debounce,
+            roots=documents.root, debounce=config.index_debounce,
             results=caches.search_results, query_terms=caches.query_terms,
             idle_after=config.index_idle_minutes * 60 or None,
             max_open=config.max_open_indexes, on_release=_return_freed_memory)

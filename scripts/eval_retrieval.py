@@ -448,7 +448,7 @@ async def run_eval(*, seed: int = DEFAULT_SEED, scale: float = 1.0, projects: Se
     with tempfile.TemporaryDirectory(prefix="strata-eval-") as temporary:
         base = workdir if workdir is not None else Path(temporary)
         folders = corpus.write(base / "projects")
-        shared = _shared_terms(corpus, chosen, base / "cache")
+        shared = _shared_terms(corpus, chosen)
         for spec in embeddings or available_embedders():
             run = await _run_embedder(spec, corpus, folders, chosen, parts, shared, limit,
                                       base / f"data-{_slug(spec)}", progress)
@@ -456,9 +456,9 @@ async def run_eval(*, seed: int = DEFAULT_SEED, scale: float = 1.0, projects: Se
     return report
 
 
-def _shared_terms(corpus: Corpus, queries: Sequence[Query], cache: Path) -> dict[str, list[str]]:
+def _shared_terms(corpus: Corpus, queries: Sequence[Query]) -> dict[str, list[str]]:
     """Per query, the search terms (Strata's own: jieba words, stemmed English) it shares with its facts."""
-    terms = Terms(cache)
+    terms = Terms()
     out: dict[str, list[str]] = {}
     for query in queries:
         fact_terms = {t for f in query.facts for t in terms(corpus.facts[f].text)}

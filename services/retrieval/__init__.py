@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
                      embedding: str = DEFAULT_EMBEDDING, configured: bool = False,
-                     cache_dir: Path | None = None, roots: Roots,
+                     roots: Roots,
                      debounce: float = 0.3, watch: bool = True,
                      results: SearchResults | None = None, query_terms: QueryTerms | None = None,
                      embedder: Embedder | None = None,
@@ -52,7 +52,7 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     if embedder is None:
         embedder = choose_embedding(embedding, configured=configured)
     vectors = VectorIndex(client, embedder.function)
-    terms = Terms(cache_dir)
+    terms = Terms()
     info = tokenizer.info
     # Sentences and chunks repeat from one pass to the next: an edit counts only what it changed.
     counter = CountCache(tokenizer, max_entries=200_000)
@@ -84,7 +84,7 @@ class Standalone:
         self.retrieval = create_retrieval(self.database, self.client, self.tokenizer,
                                           embedding=configured or DEFAULT_EMBEDDING,
                                           configured=configured is not None,
-                                          cache_dir=data_dir / "cache", roots=roots or _no_roots, watch=watch,
+                                          roots=roots or _no_roots, watch=watch,
                                           **options)
 
     async def close(self) -> None:

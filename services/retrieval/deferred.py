@@ -154,7 +154,7 @@ class DeferredRetrieval:
 
 
 def deferred_retrieval(database: Database, tokenizer: Tokenizer, *, embedding: str, configured: bool,
-                       open_client: Callable[[], Any], cache_dir: Path, roots: Roots, debounce: float,
+                       open_client: Callable[[], Any], roots: Roots, debounce: float,
                        results: SearchResults | None = None, query_terms: QueryTerms | None = None,
                        idle_after: float | None = None,
                        max_open: int | None = None, on_release: Callable[[], None] | None = None,
@@ -171,7 +171,7 @@ def deferred_retrieval(database: Database, tokenizer: Tokenizer, *, embedding: s
     choice = Lazy("encoder", partial(settle_embedding, embedding, configured=configured))
     embedder = Lazy("embedder", lambda: embedder_for(choice.get()))
     client: Lazy[Any] = Lazy("vectors", open_client)
-    options = {"embedding": embedding, "configured": configured, "cache_dir": cache_dir, "roots": roots,
+    options = {"embedding": embedding, "configured": configured, "roots": roots,
                "debounce": debounce, "results": results, "query_terms": query_terms, "idle_after": idle_after,
                "max_open": max_open,
                "on_release": on_release}

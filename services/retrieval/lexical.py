@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 
@@ -31,23 +29,19 @@ _STOP_ZH = _words("""的 了 着 过 是 在 和 与 及 或 也 都 就 还 又
 
 
 class Terms:
-    """Splits text into search terms; jieba's dictionary loads once, on first use."""
+    """Splits text into search terms; jieba's dictionary loads once, on first use, in the compact
+    form of :mod:`services.retrieval.segmenter` (the same words; nothing is written to disk)."""
 
-    def __init__(self, cache_dir: Path | None = None) -> None:
-        self._cache_dir = cache_dir
+    def __init__(self) -> None:
         self._jieba: Any = None
         self._lock = threading.Lock()
 
     def _segmenter(self) -> Any:
         with self._lock:
             if self._jieba is None:
-                import jieba
+                from services.retrieval.segmenter import CompactTokenizer
 
-                jieba.setLogLevel(logging.WARNING)
-                segmenter = jieba.Tokenizer()
-                if self._cache_dir is not None:  # its prefix-dictionary cache, beside our data
-                    self._cache_dir.mkdir(parents=True, exist_ok=True)
-                    segmenter.tmp_dir = str(self._cache_dir)
+                segmenter = CompactTokenizer()
                 segmenter.initialize()
                 self._jieba = segmenter
             return self._jieba

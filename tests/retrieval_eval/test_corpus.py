@@ -115,11 +115,11 @@ def test_queries_are_labelled_bilingual_and_of_every_kind() -> None:
 
 
 def test_paraphrase_heavy_and_cross_language_queries_share_almost_no_search_term_with_their_fact(
-        tmp_path: Path) -> None:
+) -> None:
     """What makes the two new slices hard for BM25, checked with Strata's own terms (jieba words,
     stemmed English words): a paraphrase-heavy query shares at most one term with its fact, a
     cross-language one none; each slice has at least ten queries in each language."""
-    terms = Terms(tmp_path)
+    terms = Terms()
     facts = {f.id: f for spec in PROJECTS for f in spec.facts}
     counts = Counter((q.kind, q.language) for q in QUERIES)
     for kind in ("paraphrase_heavy", "cross_language"):

@@ -143,11 +143,11 @@ def check_novel_output(output: str, language: str) -> None:
 
 
 @pytest.mark.parametrize("language", ["zh", "en"])
-def test_recalled_passage_shares_no_search_term_with_the_query(language: str, tmp_path: Path) -> None:
+def test_recalled_passage_shares_no_search_term_with_the_query(language: str) -> None:
     """The sample is written so that BM25 cannot find the chapter-2 passage: its chunk shares no search
     term (Strata's own: jieba words, stemmed English) with what the Retrieved layer searches for, the
     last 800 characters before the cursor and the instruction; it sits in an earlier chapter."""
-    terms = Terms(tmp_path)
+    terms = Terms()
     cursor_text = NOVEL[language][NOVEL_CURSOR[language]]
     query = set(terms(cursor_text[-800:] + "\n" + NOVEL_INSTRUCTION[language]))
     document, phrase = NOVEL_RECALL[language]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from services.retrieval.lexical import Bm25, Terms
 
@@ -48,11 +51,12 @@ def test_known_runs_give_the_same_terms_and_skip_segmenting_them_again() -> None
     assert made == ["林远把铜钥匙藏在灯塔下"]
 
 
-def test_the_dictionary_cache_goes_where_asked(tmp_path: Path) -> None:
-    """With a cache folder, jieba's prefix-dictionary cache is written there and nowhere shared."""
-    terms = Terms(tmp_path / "cache")
-    assert terms("灯塔")
-    assert any((tmp_path / "cache").iterdir())
+def test_loading_the_dictionary_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The segmenter's dictionary loads from jieba's package only: no cache file appears in the
+    temporary directory (where jieba would write its own)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert Terms()("灯塔下的钥匙") == ["灯塔", "钥匙"]
+    assert not any(tmp_path.iterdir())
 
 
 def test_bm25_ranks_the_matching_chunk_first_and_skips_non_matches() -> None:
