@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import gc
 import os
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -38,6 +36,7 @@ from ipc.session import SessionLimits
 from main.config import Config
 from main.lifecycle import StopSignal
 from main.lock import DataDirLock
+from main.memory import limit_arenas, return_freed_memory
 from main.version import NAME, VERSION
 from services.assembly.profiles import BudgetProfiles
 from services.assembly.service import Collaborators, ContextService
@@ -138,7 +137,7 @@ def open_services(config: Config) -> Services:
         undo.callback(lock.release)
         database = open_database(config.resolved_database_url)
         undo.callback(database.close)
-        tokenizer = resolve_tokenizer(config.tokenizer_encoding)
+        tokenizer = resolve_tokenizer(config.tokenizer_encoding, deferred=True)  # built on first count
         # Bounded, per project: what providers and retrieval keep between assemblies.
         caches = SourceCaches()
         # A document must fit in a frame both ways, with room for JSON escaping.
@@ -152,7 +151,7 @@ def open_services(config: Config) -> Services:
             roots=documents.root, debounce=config.index_debounce,
             results=caches.search_results, query_terms=caches.query_terms,
             idle_after=config.index_idle_minutes * 60 or None,
-            max_open=config.max_open_indexes, on_release=_return_freed_memory)
+            max_open=config.max_open_indexes, on_release=return_freed_memory)
         documents.on_write = retrieval.document_written
         services = Services(database=database, tokenizer=tokenizer, documents=documents, retrieval=retrieval,
                             caches=caches)
@@ -160,18 +159,6 @@ def open_services(config: Config) -> Services:
                              partial(retrieval.client.close, close_vector_store)]
         undo.pop_all()
     return services
-
-
-def _return_freed_memory() -> None:
-    """After projects' indexes left memory: collect them and give the freed heap back to the system
-    (glibc keeps it otherwise), on a thread of its own."""
-    threading.Thread(target=_collect_and_trim, name="strata-trim", daemon=True).start()
-
-
-def _collect_and_trim() -> None:
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: the allocator keeps what it keeps
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def transport_limits(config: Config) -> TransportLimits:
@@ -315,6 +302,7 @@ def ready_message(config: Config, port: int) -> dict[str, Any]:
 
 async def serve(config: Config, announce: Announce) -> None:
     """Run until a stop signal; close everything in order on the way out."""
+    limit_arenas()
     stop = StopSignal()
     await stop.install(config.watch_stdin)
     services = await asyncio.to_thread(open_services, config)
