@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from services.retrieval.chunking import content_hash
+from services.retrieval.dense import SentenceVectors
 from services.retrieval.embedding_spec import E5_EMBEDDING, parse_embedding
 from services.retrieval.lexical import Bm25
 from services.retrieval.store import ChunkRecord
@@ -84,6 +85,13 @@ class Snapshot:
         self.documents = len({chunk.document_id for chunk in self.chunks})
         self._sentences: dict[str, dict[str, str]] = {}
         self._ends: dict[str, list[int]] = {}
+        # The sentence vectors for exact dense search, set before the snapshot is published (None:
+        # too many sentences, or not read; Chroma is searched instead).
+        self.vectors: SentenceVectors | None = None
+
+    def sentence_vector_ids(self) -> list[str]:
+        """The vector id of every sentence of every chunk, in chunk order, each once."""
+        return list(dict.fromkeys(pid for chunk in self.chunks for pid, _ in chunk.passages()))
 
     def sentence_ids(self, document_id: str) -> Mapping[str, str]:
         """The document's sentences in the vector store: vector id by sentence content hash."""

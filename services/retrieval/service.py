@@ -13,7 +13,7 @@ import contextlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,12 +24,13 @@ import structlog
 
 from services.caches import QueryTerms, SearchResults, query_terms_cache, search_result_cache
 from services.retrieval.chunking import content_hash
+from services.retrieval.dense import SentenceVectors
 from services.retrieval.embeddings import Embedder, embed_queries
 from services.retrieval.indexer import Indexer, IndexStopped, SyncReport
 from services.retrieval.lexical import Terms
 from services.retrieval.query import DenseQuery, combine
 from services.retrieval.search import Exclusion, Hit, Mode, Snapshot, dense_weight, fuse
-from services.retrieval.store import ChunkStore
+from services.retrieval.store import ChunkRecord, ChunkStore
 from services.retrieval.vectors import VectorIndex
 from services.retrieval.watcher import watch_documents
 
@@ -38,13 +39,14 @@ _log = structlog.get_logger("retrieval")
 Roots = Callable[[str], Awaitable[Path]]
 ProgressSink = Callable[[dict[str, Any]], None]
 QUERY_CHARS = 2000  # lexical query cap: terms past it add little
-# Nearest sentence vectors a hybrid search asks Chroma for. Chroma's HNSW search looks at as many
-# candidates as it is asked for, and at 100 it missed the nearest sentence of several evaluation
-# queries; on the tuning part (docs/retrieval.md) 400 found them (e5 hybrid recall@5 0.617 -> 0.717)
-# for about 2.7 ms more per search, and 800 added nothing.
+# Nearest sentence vectors a hybrid search takes: exact from the snapshot's sentence vectors
+# (services/retrieval/dense.py), or asked of Chroma for a project too large to hold them. Chroma's
+# HNSW search looks at as many candidates as it is asked for, and at 100 it missed the nearest
+# sentence of several evaluation queries; 400 found them (docs/retrieval.md).
 DENSE_SENTENCES = 400
-# The nearest sentences whose stored labels (project, chunk) are read and checked: the chunks that can
-# score in hybrid fusion (DENSE_FLOOR_RANK of them) come from these; the rest are placed by their ids.
+# When Chroma is asked: the nearest sentences whose stored labels (project, chunk) are read and
+# checked. The chunks that can score in hybrid fusion (DENSE_FLOOR_RANK of them) come from these;
+# the rest are placed by their ids.
 LABELLED_SENTENCES = 100
 DENSE_QUERY_CHARS = 600  # the encoder's cost grows with the text (~25 ms per 500 characters)
 _PROGRESS_EVERY = 0.2  # seconds between progress reports of one pass
@@ -267,7 +269,22 @@ class Retrieval:
     def _load_snapshot(self, project_id: str) -> Snapshot:
         if self._store.state(project_id) != self._indexer.state:
             return Snapshot(())  # stale layout or embedder: nothing usable until rebuilt
-        return Snapshot(self._store.load(project_id))
+        return self._with_vectors(project_id, Snapshot(self._store.load(project_id)), None)
+
+    def _updated(self, project_id: str, snapshot: Snapshot,
+                 documents: Mapping[str, Sequence[ChunkRecord]]) -> Snapshot:
+        return self._with_vectors(project_id, snapshot.updated(documents), snapshot.vectors)
+
+    def _with_vectors(self, project_id: str, snapshot: Snapshot,
+                      previous: SentenceVectors | None) -> Snapshot:
+        """``snapshot`` with its sentence vectors for exact search: ``previous``'s rows, and the new
+        sentences' read from the vector store. If that read fails, Chroma is searched instead."""
+        try:
+            snapshot.vectors = SentenceVectors.build(project_id, snapshot.sentence_vector_ids(),
+                                                     partial(self._vectors.stored, project_id), previous)
+        except Exception as exc:  # the store's own errors: search it directly, as before
+            _log.warning("retrieval.vectors_unread", project_id=project_id, exc_type=type(exc).__name__)
+        return snapshot
 
     async def _work(self, project: _Project) -> None:
         while not self._closing.is_set():
@@ -299,7 +316,8 @@ class Retrieval:
                 project.snapshot = await asyncio.to_thread(self._load_snapshot, project.project_id)
                 self._results.drop(project.project_id)
             elif report.updates:
-                project.snapshot = await asyncio.to_thread(project.snapshot.updated, report.updates)
+                project.snapshot = await asyncio.to_thread(
+                    self._updated, project.project_id, project.snapshot, report.updates)
                 self._results.drop(project.project_id)
                 await asyncio.to_thread(self._vectors.delete, project.project_id, report.orphans)
             return report
@@ -386,12 +404,13 @@ class Retrieval:
         vector = self._query_vector(project_id, snapshot, dense_query) if mode != "lexical" else None
         if vector is not None:
             # Hybrid scores give nothing to chunks past the dense floor rank, so DENSE_SENTENCES
-            # are plenty and only the head's labels matter; dense alone ranks and scores them all
-            # (several sentences may share a chunk), so all their labels are read.
-            if mode == "dense":
-                hits = self._vectors.query(project_id, vector, 4 * limit)
-            else:
-                hits = self._vectors.query(project_id, vector, DENSE_SENTENCES, labelled=LABELLED_SENTENCES)
+            # are plenty; dense alone ranks and scores them all (several sentences may share a chunk).
+            wanted = 4 * limit if mode == "dense" else DENSE_SENTENCES
+            if snapshot.vectors is not None:
+                hits = snapshot.vectors.nearest(vector, wanted)
+            else:  # Chroma's approximate search: only the head's labels matter in hybrid fusion
+                hits = self._vectors.query(project_id, vector, wanted,
+                                           labelled=None if mode == "dense" else LABELLED_SENTENCES)
             dense = snapshot.dense_positions(hits)
         lexical = [] if mode == "dense" else snapshot.lexical.search(
             self._terms(query, partial(self._query_terms.get_or_make, project_id)), 2 * limit)

@@ -128,6 +128,18 @@ class VectorIndex:
             found.update(zip(got["ids"], got["embeddings"], strict=True))
         return found
 
+    def stored(self, project_id: str, ids: Iterable[str]) -> dict[str, tuple[Any, str]]:
+        """``(vector, project label)`` of those ``ids`` the collection holds, by id (for the exact
+        search's matrix, :mod:`services.retrieval.dense`)."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, tuple[Any, str]] = {}
+        collection = self._collection(project_id)
+        for start in range(0, len(wanted), _GET_BATCH):
+            got = collection.get(ids=wanted[start:start + _GET_BATCH], include=["embeddings", "metadatas"])
+            for vid, vector, meta in zip(got["ids"], got["embeddings"], got["metadatas"], strict=True):
+                found[vid] = (vector, str((meta or {}).get("project_id", "")))
+        return found
+
     def delete(self, project_id: str, ids: Iterable[str]) -> None:
         batch = list(ids)
         if batch:

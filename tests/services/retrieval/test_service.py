@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from services.context.counting import CountCache
@@ -70,16 +71,21 @@ async def test_a_fact_planted_early_is_found_when_writing_a_later_chapter(standa
 async def test_an_edit_re_embeds_only_the_changed_chunks_and_a_deleted_file_leaves(
         standalone: Standalone, tmp_path: Path) -> None:
     """Appending a paragraph to one chapter embeds at most a few chunks; deleting a file removes its
-    chunks from the table, the vector store and the results."""
+    chunks from the table, the vector store and the results. After every pass the exact search's
+    sentence vectors are exactly the snapshot's sentences, and dense search alone finds the new one."""
     root = write_project(tmp_path / "novel")
     retrieval = standalone.retrieval
     await retrieval.index_project("p1", root)
+    _assert_exact_rows_follow_the_snapshot(standalone)
     chapter = root / "卷一" / "第03章.md"
     chapter.write_text(chapter.read_text(encoding="utf-8") + "\n\n苏晴在钟楼顶上发现了一只银色怀表。\n",
                        encoding="utf-8")
     report = await retrieval.index_project("p1", root)
     assert (report.changed, report.embedded) == (1, 1)
+    _assert_exact_rows_follow_the_snapshot(standalone)
     assert (await retrieval.search("p1", "银色怀表在哪里"))[0].document_id == "卷一/第03章.md"
+    dense = await retrieval.search("p1", "苏晴在钟楼顶上发现了一只银色怀表", mode="dense")
+    assert "银色怀表" in dense[0].text
 
     (root / "卷一" / "第02章.md").unlink()
     report = await retrieval.index_project("p1", root)
@@ -91,6 +97,17 @@ async def test_an_edit_re_embeds_only_the_changed_chunks_and_a_deleted_file_leav
         "卷一/第01章.md", "卷一/第03章.md", "卷一/第04章.md", "卷一/第05章.md", "part-1/chapter-01.md",
         "part-1/chapter-02.md"}
     assert retrieval._vectors.ids("p1") == {pid for c in chunks for pid, _ in c.passages()}
+    _assert_exact_rows_follow_the_snapshot(standalone)
+
+
+def _assert_exact_rows_follow_the_snapshot(standalone: Standalone) -> None:
+    snapshot = standalone.retrieval._projects["p1"].snapshot
+    assert snapshot.vectors is not None
+    assert list(snapshot.vectors.ids) == snapshot.sentence_vector_ids()
+    stored = standalone.retrieval._vectors.vectors("p1", snapshot.vectors.ids[:5])
+    for row, vid in enumerate(snapshot.vectors.ids[:5]):
+        expected = np.asarray(stored[vid], dtype=np.float32)
+        assert np.allclose(snapshot.vectors.matrix[row], expected / np.linalg.norm(expected), atol=1e-6)
 
 
 async def test_two_projects_never_see_each_other(standalone: Standalone, tmp_path: Path) -> None:
@@ -256,17 +273,22 @@ async def test_passes_stuck_embedding_in_many_projects_leave_searches_and_other_
 
 async def test_a_vector_from_another_project_fails_the_scope_check(standalone: Standalone,
                                                                    tmp_path: Path) -> None:
-    """If the vector store ever hands back a chunk labelled with another project, the provider's item
-    carries that project and screening refuses the whole request with CONTEXT_SCOPE_VIOLATION."""
+    """If the vector store ever holds a sentence labelled with another project, the exact search's
+    matrix keeps that label when it reads the row (the project opened again here), the provider's
+    item carries that project and screening refuses the whole request with CONTEXT_SCOPE_VIOLATION."""
     root = write_project(tmp_path / "novel")
     retrieval = standalone.retrieval
     await retrieval.index_project("p1", root)
+    await retrieval.wait_idle("p1")
     chunk = next(c for c in ChunkStore(standalone.database).load("p1") if KEY_FACT in c.text)
-    vector = retrieval._vectors.embedding([chunk.text])[0]
+    sentence_id = next(pid for pid, text in chunk.passages() if KEY_FACT in text)
     collection = retrieval._vectors._collection("p1")
-    collection.upsert(ids=[chunk.vector_id], embeddings=[vector],
+    collection.update(ids=[sentence_id],
                       metadatas=[{"project_id": "intruder", "document_id": chunk.document_id}])
+    assert await retrieval.release("p1")
+    await retrieval.open_project("p1", root)
     hits = await retrieval.search("p1", "钥匙藏在灯塔第三级台阶下的砖缝里")
+    assert retrieval._projects["p1"].snapshot.vectors is not None
     foreign = [h for h in hits if h.project_id != "p1"]
     assert [h.project_id for h in foreign] == ["intruder"]
     item = RetrievalProvider._item(foreign[0], _gather_context(), True, ("retrieved", "passages"))
@@ -283,24 +305,31 @@ def _gather_context() -> GatherContext:
 
 async def test_a_failing_vector_store_raises_to_the_caller_and_is_checked_on_the_next_pass(
         standalone: Standalone, tmp_path: Path) -> None:
-    """When Chroma fails during a search the error reaches the provider (the assembly then degrades
-    with RETRIEVAL_UNAVAILABLE), and the project's next pass verifies and repairs the vector store."""
+    """When Chroma cannot be read as a project opens, its searches ask Chroma directly; when that
+    fails too the error reaches the provider (the assembly then degrades with
+    RETRIEVAL_UNAVAILABLE), and the project's next pass verifies the vector store and reads the
+    sentence vectors for exact search again."""
     root = write_project(tmp_path / "novel")
     retrieval = standalone.retrieval
     await retrieval.index_project("p1", root)
     await retrieval.wait_idle("p1")
+    assert await retrieval.release("p1")
     vectors = retrieval._vectors
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("store unavailable")
 
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vectors, "stored", broken)
         patch.setattr(vectors, "query", broken)
+        await retrieval.open_project("p1", root)
+        assert retrieval._projects["p1"].snapshot.vectors is None
         with pytest.raises(RuntimeError):
             await retrieval.search("p1", "钥匙藏在哪里")
-    assert retrieval._projects["p1"].verify
+        assert retrieval._projects["p1"].verify
     await retrieval.wait_idle("p1")
     assert not retrieval._projects["p1"].verify
+    assert retrieval._projects["p1"].snapshot.vectors is not None
     assert KEY_FACT in (await retrieval.search("p1", "钥匙藏在灯塔台阶下"))[0].text
 
 

@@ -1,0 +1,101 @@
+"""Exact nearest-sentence search over a project's sentence vectors, held beside its snapshot.
+
+Chroma's HNSW search is approximate: it looks at about as many candidates as it is asked for, and
+asked for 100 it missed the nearest sentence of several evaluation queries (docs/retrieval.md).
+Here a project's sentence vectors (1.5 KiB each with 384 dimensions: about 20 MiB for a
+13k-sentence book) sit in one float32 matrix of unit rows, and a search is one matrix-vector
+product (numpy releases the GIL for it) and a partial sort: exact, and several times cheaper than
+asking Chroma. Chroma stays the store: the rows are read from it when a project opens, and each
+index pass reads only its new sentences' rows. A project of more than :data:`MAX_SENTENCES`
+sentences searches Chroma as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from services.retrieval.vectors import VectorHit, chunk_of_sentence
+
+MAX_SENTENCES = 40_000  # about 60 MiB of rows; past it, Chroma's approximate search
+# ``read(ids)``: the stored ``(vector, project label)`` of those ids the store holds.
+ReadStored = Callable[[list[str]], Mapping[str, tuple[Any, str]]]
+
+
+class SentenceVectors:
+    """One project's sentence vectors (rows in the order given), searched exactly; immutable."""
+
+    def __init__(self, project_id: str, ids: Sequence[str], matrix: Any, labels: Sequence[str]) -> None:
+        self.project_id = project_id
+        self.ids = tuple(ids)
+        self.matrix = matrix
+        self._row = {vid: n for n, vid in enumerate(self.ids)}
+        # Rows the store labels with another project: kept, so that the scope check refuses them.
+        self._foreign = {n: label for n, label in enumerate(labels) if label != project_id}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.matrix.nbytes)
+
+    @classmethod
+    def build(cls, project_id: str, ids: Iterable[str], read: ReadStored,
+              previous: SentenceVectors | None = None) -> SentenceVectors | None:
+        """The vectors of ``ids`` (in that order, each once): rows ``previous`` holds are reused and
+        the rest read from the store; ids the store lacks are left out. None past MAX_SENTENCES."""
+        import numpy as np
+
+        wanted = list(dict.fromkeys(ids))
+        if len(wanted) > MAX_SENTENCES:
+            return None
+        known = previous if previous is not None and previous.project_id == project_id else None
+        missing = [vid for vid in wanted if known is None or vid not in known._row]
+        stored = read(missing) if missing else {}
+        rows: list[Any] = []
+        kept: list[str] = []
+        labels: list[str] = []
+        for vid in wanted:
+            if known is not None and (row := known._row.get(vid)) is not None:
+                rows.append(known.matrix[row])
+                labels.append(known._foreign.get(row, project_id))
+            elif (entry := stored.get(vid)) is not None:
+                rows.append(_unit(np.asarray(entry[0], dtype=np.float32)))
+                labels.append(entry[1])
+            else:
+                continue
+            kept.append(vid)
+        width = rows[0].shape[0] if rows else 0
+        matrix = np.vstack(rows).astype(np.float32, copy=False) if rows else np.zeros((0, width), np.float32)
+        return cls(project_id, kept, matrix, labels)
+
+    def nearest(self, vector: Any, limit: int) -> list[VectorHit]:
+        """The ``limit`` most similar sentences (cosine), most similar first; equal similarities in
+        row order, so the same matrix and vector always give the same list."""
+        import numpy as np
+
+        count = len(self.ids)
+        query = np.asarray(vector, dtype=np.float32)
+        if count == 0 or limit <= 0 or query.shape != (self.matrix.shape[1],):
+            return []
+        norm = float(np.linalg.norm(query))
+        if norm == 0.0:
+            return []
+        similarities = self.matrix @ (query / norm)
+        if limit < count:
+            floor = np.partition(similarities, count - limit)[count - limit]
+            candidates = np.flatnonzero(similarities >= floor)
+        else:
+            candidates = np.arange(count)
+        order = candidates[np.lexsort((candidates, -similarities[candidates]))][:limit]
+        project_id, foreign = self.project_id, self._foreign
+        return [VectorHit(chunk_of_sentence(self.ids[row]), float(similarities[row]),
+                          foreign.get(row, project_id), "") for row in order.tolist()]
+
+
+def _unit(row: Any) -> Any:
+    import numpy as np
+
+    norm = float(np.linalg.norm(row))
+    return row / norm if norm > 0.0 else row
