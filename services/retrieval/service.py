@@ -29,7 +29,7 @@ from services.retrieval.embeddings import Embedder, embed_queries
 from services.retrieval.indexer import Indexer, IndexStopped, SyncReport
 from services.retrieval.lexical import Terms
 from services.retrieval.query import DenseQuery, combine
-from services.retrieval.search import Exclusion, Hit, Mode, Snapshot, dense_weight, fuse
+from services.retrieval.search import Exclusion, Hit, Mode, Snapshot, dense_weight, fuse, hub_penalty
 from services.retrieval.store import ChunkRecord, ChunkStore
 from services.retrieval.vectors import VectorIndex
 from services.retrieval.watcher import watch_documents
@@ -407,7 +407,7 @@ class Retrieval:
             # are plenty; dense alone ranks and scores them all (several sentences may share a chunk).
             wanted = 4 * limit if mode == "dense" else DENSE_SENTENCES
             if snapshot.vectors is not None:
-                hits = snapshot.vectors.nearest(vector, wanted)
+                hits = snapshot.vectors.nearest(vector, wanted, hub_penalty(self._indexer.state.embedding))
             else:  # Chroma's approximate search: only the head's labels matter in hybrid fusion
                 hits = self._vectors.query(project_id, vector, wanted,
                                            labelled=None if mode == "dense" else LABELLED_SENTENCES)

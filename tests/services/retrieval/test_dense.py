@@ -47,6 +47,41 @@ def test_nearest_is_the_exact_top_by_cosine_with_ties_in_row_order(matrix: Any, 
     assert {h.project_id for h in hits} <= {"p1"}
 
 
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float32, st.tuples(st.integers(1, 30), st.just(5)), elements=UNIT),
+       arrays(np.float32, (5,), elements=UNIT), st.integers(1, 40), st.sampled_from([0.25, 0.5, 1.0]))
+def test_the_hub_penalty_ranks_by_similarity_less_similarity_to_the_mean(
+        matrix: Any, query: Any, limit: int, penalty: float) -> None:
+    """With a penalty, sentences rank by cos(query, s) - penalty * cos(mean direction, s), the mean
+    direction being that of the project's rows; ties in row order."""
+    ids = [f"c{n}-0" for n in range(len(matrix))]
+    vectors = SentenceVectors.build("p1", ids, _store(dict(zip(ids, matrix, strict=True))))
+    assert vectors is not None
+    hits = vectors.nearest(query, limit, penalty)
+    centre = vectors.matrix.mean(axis=0)
+    if not np.linalg.norm(query) or not np.linalg.norm(centre):
+        return
+    scores = vectors.matrix @ (query / np.linalg.norm(query)) - penalty * (
+        vectors.matrix @ (centre / np.linalg.norm(centre)))
+    got = [h.similarity for h in hits]
+    assert got == sorted(got, reverse=True)
+    assert got == pytest.approx(sorted(scores.tolist(), reverse=True)[:limit], abs=1e-5)
+
+
+def test_a_hub_sentence_gives_way_to_a_specific_one() -> None:
+    """A sentence near the others (the mean direction) and a specific sentence equally similar to the
+    query: without the penalty the row order decides, with it the specific sentence leads."""
+    stored = {"hub-0": [1.0, 1.0, 0.0], "x-0": [0.0, 1.0, -0.2], "y-0": [1.0, 0.0, -0.2],
+              "spec-0": [1.0, 0.0, 1.0]}
+    vectors = SentenceVectors.build("p1", list(stored), _store(stored))
+    assert vectors is not None
+    query = [1.0, 0.5, 0.5]
+    plain = vectors.nearest(query, 2)
+    assert [h.chunk_id for h in plain] == ["hub", "spec"]
+    assert plain[0].similarity == pytest.approx(plain[1].similarity)
+    assert [h.chunk_id for h in vectors.nearest(query, 4, penalty=1.0)][:1] == ["spec"]
+
+
 def test_rows_are_unit_vectors_and_similarity_is_the_cosine() -> None:
     """Stored vectors of any length become unit rows: the similarity of a vector with itself is 1."""
     vectors = SentenceVectors.build("p1", ["a-0", "a-1"], _store({"a-0": [3.0, 4.0], "a-1": [0.0, 2.0]}))

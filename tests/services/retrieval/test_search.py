@@ -7,10 +7,13 @@ from services.retrieval.search import (
     DENSE_FLOOR_RANK,
     DENSE_WEIGHT,
     E5_DENSE_WEIGHT,
+    E5_HUB_PENALTY,
+    HUB_PENALTY,
     Exclusion,
     Snapshot,
     dense_weight,
     fuse,
+    hub_penalty,
 )
 from services.retrieval.store import ChunkRecord
 
@@ -140,3 +143,13 @@ def test_a_head_tied_above_the_floor_still_scores_one() -> None:
     assert by[DENSE_FLOOR_RANK] == 0.0
     lone = fuse(Snapshot(chunks), [(4, "p1", 0.2)], [], mode="dense", limit=10, exclude=None)
     assert [(h.ordinal, h.score) for h in lone] == [(4, 1.0)]
+
+
+def test_the_hub_penalty_is_chosen_by_the_index_encoder() -> None:
+    """As the dense weight: e5 (however its config string is written) gets E5_HUB_PENALTY (1.0),
+    every other encoder HUB_PENALTY (0.5), the values chosen on the tuning part."""
+    assert (E5_HUB_PENALTY, HUB_PENALTY) == (1.0, 0.5)
+    for e5 in (E5_EMBEDDING, f"{E5_EMBEDDING}-q4", E5_EMBEDDING.upper()):
+        assert hub_penalty(e5) == E5_HUB_PENALTY
+    for other in (USE_EMBEDDING, "chroma-default", "", "something-else"):
+        assert hub_penalty(other) == HUB_PENALTY, other
