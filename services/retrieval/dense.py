@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from services.retrieval.blas import one_blas_thread
 from services.retrieval.vectors import VectorHit, chunk_of_sentence
 
 MAX_SENTENCES = 40_000  # about 60 MiB of rows; past it, Chroma's approximate search
@@ -54,6 +55,7 @@ class SentenceVectors:
         the rest read from the store; ids the store lacks are left out. None past MAX_SENTENCES."""
         import numpy as np
 
+        one_blas_thread()  # the search's matrix product on one thread (services/retrieval/blas.py)
         wanted = list(dict.fromkeys(ids))
         if len(wanted) > MAX_SENTENCES:
             return None

