@@ -300,6 +300,9 @@ class Retrieval:
                 project.verify = True
                 _log.warning("retrieval.index_failed", project_id=project.project_id,
                              exc_type=type(exc).__name__)
+            if self._max_open is not None and len(self._projects) > self._max_open:
+                # A project busy when the bound was passed (at an open) could not leave then.
+                self._spawn(self._release_beyond(self._max_open))
 
     async def _pass(self, project: _Project, only: set[str] | None) -> SyncReport:
         async with project.lock:

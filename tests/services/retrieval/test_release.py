@@ -73,6 +73,7 @@ async def test_a_released_project_comes_back_with_the_same_results(opened: Stand
     before = await search(retrieval, "p1")
     assert KEY_FACT in before[0].text
     assert retrieval._query_terms.entries("p1") > 0  # the query's runs, kept while it is open
+    await retrieval.wait_idle("p1")  # the pass the open scheduled: a project indexing stays
     assert await retrieval.release("p1")
     assert "p1" not in retrieval._projects
     assert retrieval._query_terms.entries("p1") == 0
@@ -113,4 +114,21 @@ async def test_beyond_max_open_the_least_recently_used_project_leaves(opened: St
     await retrieval.touch("p2", "第02章.md")
     await retrieval.wait_idle("p2")
     assert edit in (await retrieval.search("p2", "半夜灯塔的门被风吹开，铜铃一直在响"))[0].text
+    assert key(await search(retrieval, "p1")) == key(before)
+
+
+@pytest.mark.parametrize("opened", [{"max_open": 1}], indirect=True)
+async def test_a_project_busy_when_the_bound_is_passed_leaves_after_its_pass(opened: Standalone,
+                                                                            tmp_path: Path) -> None:
+    """With max_open 1, a project that is indexing when a second one opens cannot leave then; it
+    leaves once its pass is over (without an idle timeout to sweep it), and comes back the same."""
+    retrieval = opened.retrieval
+    await retrieval.index_project("p1", write_project(tmp_path / "p1"))
+    await retrieval.wait_idle("p1")
+    before = await search(retrieval, "p1")
+    await retrieval.touch("p1", "第01章.md")  # pending for the debounce: busy
+    await retrieval.open_project("p2", write_project(tmp_path / "p2"))
+    assert "p1" in retrieval._projects
+    await until_released(retrieval, "p1")
+    assert list(retrieval._projects) == ["p2"]
     assert key(await search(retrieval, "p1")) == key(before)
