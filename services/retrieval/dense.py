@@ -44,10 +44,6 @@ class SentenceVectors:
     def __len__(self) -> int:
         return len(self.ids)
 
-    @property
-    def nbytes(self) -> int:
-        return int(self.matrix.nbytes)
-
     @classmethod
     def build(cls, project_id: str, ids: Iterable[str], read: ReadStored,
               previous: SentenceVectors | None = None) -> SentenceVectors | None:
