@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from services.retrieval.blas import one_blas_thread
+from services.retrieval.query import unit_vector
 from services.retrieval.vectors import VectorHit, chunk_of_sentence
 
 MAX_SENTENCES = 40_000  # about 60 MiB of rows; past it, Chroma's approximate search
@@ -29,7 +30,7 @@ MAX_SENTENCES = 40_000  # about 60 MiB of rows; past it, Chroma's approximate se
 ReadStored = Callable[[list[str]], Mapping[str, tuple[Any, str]]]
 
 
-class SentenceVectors:
+class SentenceMatrix:
     """One project's sentence vectors (rows in the order given), searched exactly; immutable."""
 
     def __init__(self, project_id: str, ids: Sequence[str], matrix: Any, labels: Sequence[str]) -> None:
@@ -39,14 +40,14 @@ class SentenceVectors:
         self._row = {vid: n for n, vid in enumerate(self.ids)}
         # Rows the store labels with another project: kept, so that the scope check refuses them.
         self._foreign = {n: label for n, label in enumerate(labels) if label != project_id}
-        self._centre = _unit(matrix.mean(axis=0)) if len(self.ids) else None  # the mean direction
+        self._centre = unit_vector(matrix.mean(axis=0)) if len(self.ids) else None  # the mean direction
 
     def __len__(self) -> int:
         return len(self.ids)
 
     @classmethod
     def build(cls, project_id: str, ids: Iterable[str], read: ReadStored,
-              previous: SentenceVectors | None = None) -> SentenceVectors | None:
+              previous: SentenceMatrix | None = None) -> SentenceMatrix | None:
         """The vectors of ``ids`` (in that order, each once): rows ``previous`` holds are reused and
         the rest read from the store; ids the store lacks are left out. None past MAX_SENTENCES."""
         import numpy as np
@@ -66,7 +67,7 @@ class SentenceVectors:
                 rows.append(known.matrix[row])
                 labels.append(known._foreign.get(row, project_id))
             elif (entry := stored.get(vid)) is not None:
-                rows.append(_unit(np.asarray(entry[0], dtype=np.float32)))
+                rows.append(unit_vector(np.asarray(entry[0], dtype=np.float32)))
                 labels.append(entry[1])
             else:
                 continue
@@ -102,9 +103,3 @@ class SentenceVectors:
         return [VectorHit(chunk_of_sentence(self.ids[row]), float(similarities[row]),
                           foreign.get(row, project_id), "") for row in order.tolist()]
 
-
-def _unit(row: Any) -> Any:
-    import numpy as np
-
-    norm = float(np.linalg.norm(row))
-    return row / norm if norm > 0.0 else row

@@ -92,13 +92,15 @@ def combine(sentences: Sequence[Any], instruction: Any | None) -> Any:
         matrix = np.asarray(sentences, dtype=np.float32)
         weights = RECENCY ** np.arange(len(matrix) - 1, -1, -1, dtype=np.float32)
         context = (matrix * weights[:, None]).sum(axis=0)
-        parts.append((1 - INSTRUCTION_WEIGHT if instruction is not None else 1.0) * _unit(context))
+        parts.append((1 - INSTRUCTION_WEIGHT if instruction is not None else 1.0) * unit_vector(context))
     if instruction is not None:
-        parts.append((INSTRUCTION_WEIGHT if parts else 1.0) * _unit(np.asarray(instruction, np.float32)))
-    return _unit(np.sum(parts, axis=0))
+        weight = INSTRUCTION_WEIGHT if parts else 1.0
+        parts.append(weight * unit_vector(np.asarray(instruction, np.float32)))
+    return unit_vector(np.sum(parts, axis=0))
 
 
-def _unit(vector: Any) -> Any:
+def unit_vector(vector: Any) -> Any:
+    """``vector`` scaled to length 1 (a zero vector as it is)."""
     import numpy as np
 
     norm = float(np.linalg.norm(vector))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from services.retrieval.chunking import content_hash
-from services.retrieval.dense import SentenceVectors
+from services.retrieval.dense import SentenceMatrix
 from services.retrieval.embedding_spec import E5_EMBEDDING, parse_embedding
 from services.retrieval.lexical import Bm25
 from services.retrieval.store import ChunkRecord
@@ -101,7 +101,7 @@ class Snapshot:
         self._ends: dict[str, list[int]] = {}
         # The sentence vectors for exact dense search, set before the snapshot is published (None:
         # too many sentences, or not read; Chroma is searched instead).
-        self.vectors: SentenceVectors | None = None
+        self.vectors: SentenceMatrix | None = None
 
     def sentence_vector_ids(self) -> list[str]:
         """The vector id of every sentence of every chunk, in chunk order, each once."""

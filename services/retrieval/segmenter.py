@@ -35,9 +35,6 @@ class Frequencies:
     def __getitem__(self, word: str) -> int:
         return self._frequencies[int(self._words[word])]
 
-    def __len__(self) -> int:
-        return len(self._words)
-
 
 def load_dictionary(lines: Any) -> tuple[marisa_trie.Trie, array[int], int, int]:
     """The trie, frequencies (by key id), total and longest word of a jieba dictionary file.

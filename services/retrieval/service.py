@@ -24,7 +24,7 @@ import structlog
 
 from services.caches import QueryTerms, SearchResults, query_terms_cache, search_result_cache
 from services.retrieval.chunking import content_hash
-from services.retrieval.dense import SentenceVectors
+from services.retrieval.dense import SentenceMatrix
 from services.retrieval.embeddings import Embedder, embed_queries
 from services.retrieval.indexer import Indexer, IndexStopped, SyncReport
 from services.retrieval.lexical import Terms
@@ -276,11 +276,11 @@ class Retrieval:
         return self._with_vectors(project_id, snapshot.updated(documents), snapshot.vectors)
 
     def _with_vectors(self, project_id: str, snapshot: Snapshot,
-                      previous: SentenceVectors | None) -> Snapshot:
+                      previous: SentenceMatrix | None) -> Snapshot:
         """``snapshot`` with its sentence vectors for exact search: ``previous``'s rows, and the new
         sentences' read from the vector store. If that read fails, Chroma is searched instead."""
         try:
-            snapshot.vectors = SentenceVectors.build(project_id, snapshot.sentence_vector_ids(),
+            snapshot.vectors = SentenceMatrix.build(project_id, snapshot.sentence_vector_ids(),
                                                      partial(self._vectors.stored, project_id), previous)
         except Exception as exc:  # the store's own errors: search it directly, as before
             _log.warning("retrieval.vectors_unread", project_id=project_id, exc_type=type(exc).__name__)
