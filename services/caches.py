@@ -229,9 +229,10 @@ def line_features_cache() -> LineFeatures:
 
 # The Retrieved layer's items made from a kept search result (services/retrieval/provider.py): the
 # neighbouring requests that share a result share its items too. Sized in items; the items' texts
-# are the index snapshot's own strings, not copies.
-RETRIEVAL_ITEM_LISTS = 32
-RETRIEVAL_ITEMS = 32 * 200
+# are the index snapshot's own strings, not copies. As many lists as a burst has documents: requests
+# arrive in any order, and a document's neighbours may come a few hundred requests apart.
+RETRIEVAL_ITEM_LISTS = 256
+RETRIEVAL_ITEMS = 256 * 200
 
 RetrievalItems = ProjectCache[Hashable, tuple[Any, Any, tuple[Any, ...]]]
 
@@ -239,6 +240,21 @@ RetrievalItems = ProjectCache[Hashable, tuple[Any, Any, tuple[Any, ...]]]
 def retrieval_items_cache() -> RetrievalItems:
     return ProjectCache(max_entries=RETRIEVAL_ITEM_LISTS, max_size=RETRIEVAL_ITEMS, max_projects=MAX_PROJECTS,
                         size=lambda value: len(value[2]) + 1)
+
+
+# The items a record provider made for one assembly (services/sources/kept.py), kept by what they
+# depend on: the records (the very objects read), the placement, the tokenizer and the features of
+# the text around the cursor. Neighbouring requests of a document share them. Sized in items plus the
+# features in the key (a window of a long context may have tens of thousands).
+GATHERED = 256
+GATHERED_SIZE = 512_000
+
+Gathered = ProjectCache[Hashable, tuple[tuple[Any, ...], tuple[Any, ...], int]]
+
+
+def gathered_cache() -> Gathered:
+    return ProjectCache(max_entries=GATHERED, max_size=GATHERED_SIZE, max_projects=MAX_PROJECTS,
+                        size=lambda value: value[2])
 
 
 @dataclass(frozen=True)
@@ -251,6 +267,7 @@ class SourceCaches:
     query_terms: QueryTerms = field(default_factory=query_terms_cache)
     line_features: LineFeatures = field(default_factory=line_features_cache)
     retrieval_items: RetrievalItems = field(default_factory=retrieval_items_cache)
+    gathered: Gathered = field(default_factory=gathered_cache)
 
     def drop(self, project_id: str) -> None:
         """Forget everything kept for ``project_id``."""
@@ -260,3 +277,4 @@ class SourceCaches:
         self.query_terms.drop(project_id)
         self.line_features.drop(project_id)
         self.retrieval_items.drop(project_id)
+        self.gathered.drop(project_id)

@@ -19,6 +19,7 @@ import errno
 import hashlib
 import os
 import stat
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +36,9 @@ from services.store.database import Database
 
 MAX_DOCUMENT_BYTES = 4 * 2**20  # a reply must fit the default 8 MiB frame with JSON escaping
 MAX_LISTED_DOCUMENTS = 5000
+# Projects whose folder path is kept (a project's id is the hash of its path, and a project row is
+# never deleted, so the path of a project id never changes once read).
+KEPT_PATHS = 256
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
     | getattr(os, "O_CLOEXEC", 0)
 
@@ -115,6 +119,8 @@ class DocumentStore:
         self._max_bytes = max_bytes
         self._max_listed = max_listed
         self.on_write = on_write  # told of every document written (e.g. so retrieval re-indexes it)
+        self._paths: dict[str, str] = {}  # project id -> its stored folder path
+        self._paths_lock = threading.Lock()
 
     async def list(self, project_id: str) -> DocumentListing:
         """Every document under the folder, sorted by id; hidden files and folders skipped."""
@@ -141,8 +147,18 @@ class DocumentStore:
         return await asyncio.to_thread(self._root, project_id)
 
     def _root(self, project_id: str) -> Path:
-        with self._db.session() as session:
-            return project_root(require_project(session, project_id).path)
+        """The project's folder, checked on disk every time (it may have been moved or replaced);
+        its stored path is read from the database once."""
+        with self._paths_lock:
+            path = self._paths.get(project_id)
+        if path is None:
+            with self._db.session() as session:
+                path = require_project(session, project_id).path
+            with self._paths_lock:
+                if len(self._paths) >= KEPT_PATHS:
+                    del self._paths[next(iter(self._paths))]
+                self._paths[project_id] = path
+        return project_root(path)
 
     def _list(self, project_id: str) -> DocumentListing:
         root = self._root(project_id)

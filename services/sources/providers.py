@@ -23,10 +23,18 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from services.caches import ProjectCache, Rendered, entity_sheet_cache, episode_text_cache
+from services.caches import (
+    Gathered,
+    ProjectCache,
+    Rendered,
+    entity_sheet_cache,
+    episode_text_cache,
+    gathered_cache,
+)
 from services.concurrency.offload import off_loop
 from services.context.models import Item
 from services.sources.base import GatherContext
+from services.sources.kept import keep_items, kept_items
 from services.sources.records import ConstraintLike, EntityLike, EpisodeLike, Fetch, SemanticRuleLike
 from services.sources.relevance import features, similarity
 
@@ -52,13 +60,19 @@ class UserConstraintsProvider:
     name: str = "constraints"
     warning: str = "CONSTRAINTS_UNAVAILABLE"
     sources: tuple[str, ...] = ("constraints",)
+    kept: Gathered = field(default_factory=gathered_cache, repr=False)
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
         where = ctx.place("constraints")
         if where is None:
             return []
         records = await self.fetch(ctx.project_id)
-        return await off_loop(sum(len(r.text) for r in records), self._items, records, ctx, where)
+        key = ("constraints", where, ctx.counter)
+        found = kept_items(self.kept, ctx.project_id, key, records)
+        if found is not None:
+            return found
+        items = await off_loop(sum(len(r.text) for r in records), self._items, records, ctx, where)
+        return keep_items(self.kept, ctx.project_id, key, records, items)
 
     @staticmethod
     def _items(records: Sequence[ConstraintLike], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
@@ -75,13 +89,21 @@ class KnowledgeGraphProvider:
     warning: str = "KG_UNAVAILABLE"
     sheets: ProjectCache[Hashable, Rendered] = field(default_factory=entity_sheet_cache, repr=False)
     sources: tuple[str, ...] = ("constraints", "kg.entities")
+    kept: Gathered = field(default_factory=gathered_cache, repr=False)
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
         at_constraints, at_entities = ctx.place("constraints"), ctx.place("kg.entities")
         constraints = await self.fetch_constraints(ctx.project_id) if at_constraints else ()
         entities = await self.fetch_entities(ctx.project_id) if at_entities else ()
+        records = (*constraints, *entities)
+        near = ctx.near_cursor if entities else frozenset()  # entities are ranked by it, constraints not
+        key = ("kg", ctx.language, at_constraints, at_entities, ctx.counter, near)
+        found = kept_items(self.kept, ctx.project_id, key, records)
+        if found is not None:
+            return found
         size = sum(len(r.text) for r in constraints) + sum(len(e.description) + len(e.name) for e in entities)
-        return await off_loop(size, self._items, constraints, entities, ctx)
+        items = await off_loop(size, self._items, constraints, entities, ctx)
+        return keep_items(self.kept, ctx.project_id, key, records, items, len(near))
 
     def _items(self, constraints: Sequence[ConstraintLike], entities: Sequence[EntityLike],
                ctx: GatherContext) -> list[Item]:
@@ -125,13 +147,19 @@ class SemanticMemoryProvider:
     name: str = "memory"
     warning: str = "MEMORY_UNAVAILABLE"
     sources: tuple[str, ...] = ("memory.semantic",)
+    kept: Gathered = field(default_factory=gathered_cache, repr=False)
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
         where = ctx.place("memory.semantic")
         if where is None:
             return []
         records = await self.fetch(ctx.project_id)
-        return await off_loop(sum(len(r.text) for r in records), self._items, records, ctx, where)
+        key = ("semantic", where, ctx.counter)
+        found = kept_items(self.kept, ctx.project_id, key, records)
+        if found is not None:
+            return found
+        items = await off_loop(sum(len(r.text) for r in records), self._items, records, ctx, where)
+        return keep_items(self.kept, ctx.project_id, key, records, items)
 
     @staticmethod
     def _items(records: Sequence[SemanticRuleLike], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
@@ -156,14 +184,22 @@ class EpisodicMemoryProvider:
     warning: str = "MEMORY_UNAVAILABLE"
     texts: ProjectCache[Hashable, Rendered] = field(default_factory=episode_text_cache, repr=False)
     sources: tuple[str, ...] = ("memory.episodic",)
+    kept: Gathered = field(default_factory=gathered_cache, repr=False)
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
         where = ctx.place("memory.episodic")
         if where is None:
             return []
         records = await self.fetch(ctx.project_id)
+        near = ctx.near_cursor
+        key = ("episodic", ctx.language, where, ctx.counter, near, ctx.additional_input)
+        found = kept_items(self.kept, ctx.project_id, key, records)
+        if found is not None:
+            return found
         size = sum(len(r.instruction) + len(r.output) for r in records) + len(ctx.additional_input)
-        return await off_loop(size, self._items, records, ctx, where)
+        items = await off_loop(size, self._items, records, ctx, where)
+        weight = len(near) + len(ctx.additional_input)
+        return keep_items(self.kept, ctx.project_id, key, records, items, weight)
 
     def _items(self, records: Sequence[EpisodeLike], ctx: GatherContext,
                where: tuple[str, str]) -> list[Item]:

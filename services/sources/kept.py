@@ -1,0 +1,37 @@
+"""Items a record provider made, kept for the next assembly that would make the very same ones.
+
+A provider's items depend on its records, where they go, the tokenizer that counts them and, for
+the ones ranked by relevance, the features of the text around the cursor. Records are read from
+kept snapshots (:mod:`services.concurrency.snapshots`) that stay the same objects until the next
+write, so they are compared by identity: a write brings new record objects, and an entry holds its
+old ones, so their ids cannot be reused while it lives. Neighbouring requests of a document
+(cursors a few characters apart) mostly share the features as well, and then every item.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Hashable, Sequence
+
+from services.caches import Gathered
+from services.context.models import Item
+
+
+def kept_items(cache: Gathered, project_id: str, key: Hashable,
+               records: Sequence[object]) -> list[Item] | None:
+    """The items kept under ``key`` for these very ``records``, or None."""
+    found = cache.get(project_id, key)
+    if found is None:
+        return None
+    kept_records, items, _ = found
+    if len(kept_records) != len(records) or not all(map(operator.is_, kept_records, records)):
+        return None
+    return list(items)
+
+
+def keep_items(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object],
+               items: Sequence[Item], weight: int = 0) -> list[Item]:
+    """Keep ``items`` under ``key`` for these ``records`` and return them; ``weight`` is what the
+    key holds beyond the items (features of the text around the cursor), for the cache's bound."""
+    cache.put(project_id, key, (tuple(records), tuple(items), len(items) + weight + 1))
+    return list(items)

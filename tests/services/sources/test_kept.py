@@ -1,0 +1,99 @@
+"""Record providers keep the items they made and give them again to an assembly that would make the
+very same ones: same records (by identity), placement, tokenizer and cursor features."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from services.caches import SourceCaches
+from services.context.counting import CountCache
+from services.context.models import Item
+from services.sources.base import GatherContext, Provider
+from services.sources.kept import keep_items, kept_items
+from services.sources.providers import (
+    EpisodicMemoryProvider,
+    KnowledgeGraphProvider,
+    SemanticMemoryProvider,
+    UserConstraintsProvider,
+)
+from services.tokenizer import resolve_tokenizer
+from tests.services.sources.test_providers import Constraint, Entity, Episode, Rule, _ctx
+
+ITEM = Item(id="x:1", layer="rules", section="constraints", source="x", text="t", tokens=1, key=1.0,
+            key_name="priority", project_id="p1")
+
+
+def _fixed(records: list[Any]) -> Callable[[str], Awaitable[Sequence[Any]]]:
+    """A fetch that answers every project with the very same record objects, as kept snapshots do."""
+    async def fetch(project_id: str) -> Sequence[Any]:
+        return list(records)
+    return fetch
+
+
+def test_kept_items_need_the_very_same_records() -> None:
+    """An entry is found only for records that are the same objects: equal copies (a write read
+    again) miss, and so does another project with the same key."""
+    caches = SourceCaches()
+    records = [Constraint(1, "严格第一人称叙述")]
+    keep_items(caches.gathered, "p1", "k", records, [ITEM])
+    assert kept_items(caches.gathered, "p1", "k", records) == [ITEM]
+    assert kept_items(caches.gathered, "p1", "k", [Constraint(1, "严格第一人称叙述")]) is None
+    assert kept_items(caches.gathered, "p1", "k", [*records, *records]) is None
+    assert kept_items(caches.gathered, "p2", "k", records) is None
+    caches.drop("p1")
+    assert kept_items(caches.gathered, "p1", "k", records) is None
+
+
+async def test_each_record_provider_gives_kept_items_to_the_same_assembly() -> None:
+    """Gathering twice for the same place with the same records gives the same item objects, and a
+    write (new record objects) makes them anew, with the new text."""
+    caches = SourceCaches()
+    constraints = [Constraint(1, "严格第一人称叙述"), Constraint(2, "林远不会游泳", source="kg")]
+    entities = [Entity(7, "林远", "灯塔看守人。")]
+    rules = [Rule(1, "动作场景偏好短句")]
+    episodes = [Episode(1, "写海风", "海风灌进来。")]
+    providers: list[Provider] = [
+        UserConstraintsProvider(_fixed(constraints), kept=caches.gathered),
+        KnowledgeGraphProvider(_fixed(constraints), _fixed(entities), kept=caches.gathered),
+        SemanticMemoryProvider(_fixed(rules), kept=caches.gathered),
+        EpisodicMemoryProvider(_fixed(episodes), kept=caches.gathered),
+    ]
+    for provider in providers:
+        first, second = await provider.gather(_ctx()), await provider.gather(_ctx())
+        assert first
+        assert all(a is b for a, b in zip(first, second, strict=True))
+    assert caches.gathered.entries("p1") == 4
+    constraints[0] = replace(constraints[0], text="严格第三人称叙述")
+    written = await providers[0].gather(_ctx())
+    assert [i.text for i in written] == ["严格第三人称叙述"]
+
+
+async def test_relevance_ranked_items_follow_the_cursor_features() -> None:
+    """Entity sheets and past interactions are ranked by the text around the cursor: other features
+    (or another instruction, for past interactions) are another entry, with their own keys, while
+    the writer's constraints are the same whatever the cursor."""
+    caches = SourceCaches()
+    entities = [Entity(7, "林远", "灯塔看守人。")]
+    episodes = [Episode(1, "写海风", "海风灌进来。")]
+    kg = KnowledgeGraphProvider(_fixed([]), _fixed(entities), kept=caches.gathered)
+    episodic = EpisodicMemoryProvider(_fixed(episodes), kept=caches.gathered)
+    near, far = _ctx(), _ctx(cursor=0)
+    elsewhere = replace(far, cursor_features=frozenset({"天空"}))
+    assert (await kg.gather(near))[0].key > (await kg.gather(elsewhere))[0].key == 0.0
+    assert (await episodic.gather(near))[0].key > (await episodic.gather(elsewhere))[0].key
+    instructed = await episodic.gather(replace(elsewhere, additional_input="写海风"))
+    assert instructed[0].key > (await episodic.gather(elsewhere))[0].key
+
+
+async def test_another_tokenizer_is_another_entry() -> None:
+    """Items carry token counts, so a request counted by another tokenizer does not reuse them."""
+    caches = SourceCaches()
+    provider = UserConstraintsProvider(_fixed([Constraint(1, "严格第一人称叙述")]), kept=caches.gathered)
+    ctx: GatherContext = _ctx()
+    other = replace(ctx, counter=CountCache(resolve_tokenizer()))
+    first, second = await provider.gather(ctx), await provider.gather(other)
+    assert first == second
+    assert first[0] is not second[0]
+    assert caches.gathered.entries("p1") == 2
