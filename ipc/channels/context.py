@@ -298,7 +298,8 @@ def register_context(registry: Registry, service: ContextService, profiles: Budg
                      summary="Assemble a profile's prompt (default: novel's four layers) within the budget.",
                      errors=_ASSEMBLE_ERRORS)
     async def assemble(params: AssembleParams, ctx: CallContext) -> AssembleResult:
-        outcome = await service.assemble(params.request())
+        # The result does not list candidates (context:inspect does), so none are explained.
+        outcome = await service.assemble(replace(params.request(), explain=False))
         return AssembleResult(**result_fields(outcome))
 
     @registry.method("context:inspect", params=InspectParams, result=InspectResult,

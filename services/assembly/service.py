@@ -104,6 +104,7 @@ class AssembleRequest:
     # conversation's names and memories) and providers of its own items (its message history).
     published: Mapping[str, str] = field(default_factory=dict)
     providers: tuple[Provider, ...] = ()
+    explain: bool = True  # Outcome.assembly.reports: every candidate's fate (context:inspect, profiles)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +208,7 @@ class ContextService:
             instruction_tokens=prepared.instruction_tokens, warnings=(*warnings, *gather_warnings),
             variables=variables, facts=_facts(plan, items, {**plan.variables, **variables},
                                               prepared),
-            variable_tokens=prepared.variable_tokens)
+            variable_tokens=prepared.variable_tokens, explain=request.explain)
         memo = self._memos.for_project(request.project_id)
         gathered_chars = sum(len(i.text) for i in engine_request.items) + reading
         assembly = await off_loop(gathered_chars, assemble, engine_request, counter, memo)

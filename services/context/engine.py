@@ -47,6 +47,9 @@ class Request:
     variables: Mapping[str, str] = field(default_factory=dict)
     facts: frozenset[str] = frozenset()
     variable_tokens: int = 0  # the caller's variables, counted towards the input cap
+    # Report every candidate's fate (Assembly.reports). context:assemble does not send them, and a
+    # report per dropped candidate (hundreds of retrieved passages) costs more than the drop itself.
+    explain: bool = True
 
 
 def _check_input_size(request: Request) -> None:
@@ -89,6 +92,8 @@ def _active(request: Request) -> tuple[Plan, list[Item], list[ItemReport]]:
 
 
 def _reports(state: State) -> list[ItemReport]:
+    if not state.request.explain:
+        return []
     # Positional: a keyword call costs a quarter more, and there are hundreds.
     included = [
         ItemReport(i.id, i.layer, i.section, i.source, i.tokens, i.key, i.key_name, "included", None,

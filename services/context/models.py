@@ -168,7 +168,7 @@ class Assembly:
     layers: dict[str, LayerResult]  # by section id, in plan order
     budget: Budget
     warnings: tuple[str, ...]
-    reports: tuple[ItemReport, ...]
+    reports: tuple[ItemReport, ...]  # every candidate's fate; empty when the request did not ask (explain)
     timings_ms: dict[str, float] = field(default_factory=dict)
     reductions: tuple[Reduction, ...] = ()
     stable_ends: tuple[tuple[str, int], ...] = ()  # each stable section's end, in UTF-8 bytes

@@ -145,11 +145,12 @@ class State:
             return
         # Screening keeps one item per id, so identity is equality here (and much cheaper).
         self.kept[section_id] = self.without(section_id, gone)
-        for item in gone:
-            report = dropped(item, reason if isinstance(reason, str) else reason(item))
-            if self.full_tokens:  # an item cut earlier reports its size before the cut
-                report.tokens = self.full_tokens.get(id(item), report.tokens)
-            self.reports.append(report)
+        if self.request.explain:
+            for item in gone:
+                report = dropped(item, reason if isinstance(reason, str) else reason(item))
+                if self.full_tokens:  # an item cut earlier reports its size before the cut
+                    report.tokens = self.full_tokens.get(id(item), report.tokens)
+                self.reports.append(report)
         self.mark(section_id)
         for part in self.section(section_id).parts:
             if part.audit:  # one line for all, each by id: a log line costs more than the cut itself

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -9,7 +11,7 @@ from hypothesis import strategies as st
 from services.context.budget import MAX_INPUT_TOKENS
 from services.context.engine import Request, assemble
 from services.context.hashing import sha256_hex
-from services.context.models import BudgetProfile, Item
+from services.context.models import Assembly, BudgetProfile, Item
 from services.errors import InputTooLarge, ScopeViolation
 from tests.services.context.factory import PROJECT, counter, item, novel_plan, novel_request, window
 
@@ -148,7 +150,9 @@ def test_token_count_is_exact_and_within_budget(
         rules: list[str], prefs: list[tuple[str, float]], chunks: list[tuple[str, float]], before: str,
         after: str, window_size: int, reserve: int, minimums: tuple[int, int, int, int],
         language: str) -> None:
-    """tokenCount equals the tokenizer's count of the prompt and never exceeds the budget."""
+    """tokenCount equals the tokenizer's count of the prompt and never exceeds the budget; the same
+    request gives the same prompt again, and without explaining its candidates (context:assemble)
+    everything but the reports is the same."""
     items = (*(item(f"c{n}", "constraints", t, key=n) for n, t in enumerate(rules)),
              *(item(f"s{n}", "preferences", t, key=k) for n, (t, k) in enumerate(prefs)),
              *(item(f"r{n}", "passages", t, key=k) for n, (t, k) in enumerate(chunks)))
@@ -162,6 +166,16 @@ def test_token_count_is_exact_and_within_budget(
     assert result.prompt.startswith(result.stable_prefix)
     again = assemble(request, counter())
     assert (again.prompt, again.stable_prefix_hash) == (result.prompt, result.stable_prefix_hash)
+    unexplained = assemble(replace(request, explain=False), counter())
+    assert unexplained.reports == ()
+    assert len(result.reports) >= len(items)  # each candidate has its fate when explained
+    assert _outcome(unexplained) == _outcome(result)
+
+
+def _outcome(result: Assembly) -> tuple[object, ...]:
+    """Everything an assembly answers but its candidates' reports."""
+    return (result.prompt, result.token_count, result.prefix_hashes, result.layers, result.warnings,
+            result.reductions, result.stable_ends, result.part_texts)
 
 
 def test_equal_priority_constraints_keep_creation_order() -> None:
