@@ -41,6 +41,9 @@ class SentenceMatrix:
         # Rows the store labels with another project: kept, so that the scope check refuses them.
         self._foreign = {n: label for n, label in enumerate(labels) if label != project_id}
         self._centre = unit_vector(matrix.mean(axis=0)) if len(self.ids) else None  # the mean direction
+        # Each row's chunk, made once (a search names up to hundreds); a chunk's sentences share one string.
+        chunks: dict[str, str] = {}
+        self._chunks = [chunks.setdefault(chunk, chunk) for chunk in map(chunk_of_sentence, self.ids)]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -99,7 +102,8 @@ class SentenceMatrix:
         else:
             candidates = np.arange(count)
         order = candidates[np.lexsort((candidates, -similarities[candidates]))][:limit]
-        project_id, foreign = self.project_id, self._foreign
-        return [VectorHit(chunk_of_sentence(self.ids[row]), float(similarities[row]),
-                          foreign.get(row, project_id), "") for row in order.tolist()]
+        project_id, foreign, chunks = self.project_id, self._foreign, self._chunks
+        rows = order.tolist()
+        return [VectorHit(chunks[row], similarity, foreign.get(row, project_id), "")
+                for row, similarity in zip(rows, similarities[order].tolist(), strict=True)]
 
