@@ -110,7 +110,10 @@ def _reason_to_skip(item: Item, part: PartPlan, window: Window | None, window_te
 
 
 def _cap(result: Screened, section: str, limit: int) -> None:
-    ranked = sorted((i for i in result.items if i.layer == section), key=lambda i: -i.key)
+    candidates = [i for i in result.items if i.layer == section]
+    if len(candidates) <= limit:
+        return  # the usual case: nothing to rank
+    ranked = sorted(candidates, key=lambda i: -i.key)
     over = ranked[limit:]
     if not over:
         return
