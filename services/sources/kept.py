@@ -11,10 +11,22 @@ old ones, so their ids cannot be reused while it lives. Neighbouring requests of
 from __future__ import annotations
 
 import operator
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from services.caches import Gathered
+from services.concurrency.offload import off_loop
 from services.context.models import Item
+
+
+async def gathered(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object],
+                   make: Callable[[], Sequence[Item]], *, size: int, weight: int = 0) -> list[Item]:
+    """The items kept under ``key`` for these very ``records``, else ``make()`` (off the event loop
+    when ``size``, the characters of text it reads, is large), kept for next time."""
+    found = kept_items(cache, project_id, key, records)
+    if found is not None:
+        return found
+    items = await off_loop(size, make)
+    return keep_items(cache, project_id, key, records, items, weight)
 
 
 def kept_items(cache: Gathered, project_id: str, key: Hashable,

@@ -13,8 +13,10 @@ loop itself, where they take less time than the hop to a thread and back
 What depends on a record alone (its rendered text and its features) is kept
 by content in a bounded per-project cache (:mod:`services.caches`) that the
 composition root hands in, so an assembly recomputes only what depends on the
-cursor: each record's similarity to the text around it. A provider built
-without one gets a private cache of its own.
+cursor: each record's similarity to the text around it. The items themselves
+are kept too (:mod:`services.sources.kept`), and an assembly with the same
+records and cursor features (a neighbouring keystroke, mostly) makes none. A
+provider built without these caches gets private ones of its own.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from services.caches import (
     Gathered,
@@ -31,10 +34,9 @@ from services.caches import (
     episode_text_cache,
     gathered_cache,
 )
-from services.concurrency.offload import off_loop
 from services.context.models import Item
 from services.sources.base import GatherContext
-from services.sources.kept import keep_items, kept_items
+from services.sources.kept import gathered
 from services.sources.records import ConstraintLike, EntityLike, EpisodeLike, Fetch, SemanticRuleLike
 from services.sources.relevance import features, similarity
 
@@ -67,12 +69,9 @@ class UserConstraintsProvider:
         if where is None:
             return []
         records = await self.fetch(ctx.project_id)
-        key = ("constraints", where, ctx.counter)
-        found = kept_items(self.kept, ctx.project_id, key, records)
-        if found is not None:
-            return found
-        items = await off_loop(sum(len(r.text) for r in records), self._items, records, ctx, where)
-        return keep_items(self.kept, ctx.project_id, key, records, items)
+        size = sum(len(r.text) for r in records)
+        return await gathered(self.kept, ctx.project_id, ("constraints", where, ctx.counter), records,
+                              partial(self._items, records, ctx, where), size=size)
 
     @staticmethod
     def _items(records: Sequence[ConstraintLike], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
@@ -98,12 +97,9 @@ class KnowledgeGraphProvider:
         records = (*constraints, *entities)
         near = ctx.near_cursor if entities else frozenset()  # entities are ranked by it, constraints not
         key = ("kg", ctx.language, at_constraints, at_entities, ctx.counter, near)
-        found = kept_items(self.kept, ctx.project_id, key, records)
-        if found is not None:
-            return found
         size = sum(len(r.text) for r in constraints) + sum(len(e.description) + len(e.name) for e in entities)
-        items = await off_loop(size, self._items, constraints, entities, ctx)
-        return keep_items(self.kept, ctx.project_id, key, records, items, len(near))
+        return await gathered(self.kept, ctx.project_id, key, records,
+                              partial(self._items, constraints, entities, ctx), size=size, weight=len(near))
 
     def _items(self, constraints: Sequence[ConstraintLike], entities: Sequence[EntityLike],
                ctx: GatherContext) -> list[Item]:
@@ -154,12 +150,9 @@ class SemanticMemoryProvider:
         if where is None:
             return []
         records = await self.fetch(ctx.project_id)
-        key = ("semantic", where, ctx.counter)
-        found = kept_items(self.kept, ctx.project_id, key, records)
-        if found is not None:
-            return found
-        items = await off_loop(sum(len(r.text) for r in records), self._items, records, ctx, where)
-        return keep_items(self.kept, ctx.project_id, key, records, items)
+        size = sum(len(r.text) for r in records)
+        return await gathered(self.kept, ctx.project_id, ("semantic", where, ctx.counter), records,
+                              partial(self._items, records, ctx, where), size=size)
 
     @staticmethod
     def _items(records: Sequence[SemanticRuleLike], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
@@ -193,13 +186,10 @@ class EpisodicMemoryProvider:
         records = await self.fetch(ctx.project_id)
         near = ctx.near_cursor
         key = ("episodic", ctx.language, where, ctx.counter, near, ctx.additional_input)
-        found = kept_items(self.kept, ctx.project_id, key, records)
-        if found is not None:
-            return found
         size = sum(len(r.instruction) + len(r.output) for r in records) + len(ctx.additional_input)
-        items = await off_loop(size, self._items, records, ctx, where)
-        weight = len(near) + len(ctx.additional_input)
-        return keep_items(self.kept, ctx.project_id, key, records, items, weight)
+        return await gathered(self.kept, ctx.project_id, key, records,
+                              partial(self._items, records, ctx, where), size=size,
+                              weight=len(near) + len(ctx.additional_input))
 
     def _items(self, records: Sequence[EpisodeLike], ctx: GatherContext,
                where: tuple[str, str]) -> list[Item]:
