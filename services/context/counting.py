@@ -40,7 +40,11 @@ KEEP_WHOLE = 4096
 
 
 def counts_by_line(tokenizer: Tokenizer) -> bool:
-    """Whether ``tokenizer`` is cl100k_base with the pattern the line rule holds for."""
+    """Whether ``tokenizer`` is cl100k_base with the pattern the line rule holds for (for a
+    tokenizer built on first use, the one it builds)."""
+    resolved = getattr(tokenizer, "resolved", None)
+    if callable(resolved):
+        tokenizer = resolved()
     encoding = getattr(tokenizer, "_encoding", None)
     return (tokenizer.info.encoding == "cl100k_base" and tokenizer.info.exact
             and getattr(encoding, "_pat_str", None) == CL100K_PATTERN)
@@ -81,7 +85,9 @@ class CountCache:
         self._chars = 0
         self._cache: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
-        self._by_line = counts_by_line(tokenizer)
+        # Settled on the first count of a long text: asking sooner would build a tokenizer that is
+        # built on first use (services/tokenizer/deferred.py) before anything counts.
+        self._by_line: bool | None = None
 
     @property
     def info(self) -> TokenizerInfo:
@@ -93,7 +99,7 @@ class CountCache:
         hit = self._hit(text)
         if hit is not None:
             return hit
-        if self._by_line and len(text) >= SPLIT_FROM:
+        if len(text) >= SPLIT_FROM and self._lines():
             parts = split_lines(text)
             if len(parts) > 1:
                 value = self._sum(parts)
@@ -103,6 +109,13 @@ class CountCache:
                     self._keep(text, value)
                 return value
         return self._whole(text)
+
+    def _lines(self) -> bool:
+        """Whether long texts are counted line by line (see the module's docstring)."""
+        by_line = self._by_line
+        if by_line is None:
+            by_line = self._by_line = counts_by_line(self.tokenizer)
+        return by_line
 
     def _hit(self, text: str) -> int | None:
         with self._lock:
@@ -157,7 +170,7 @@ class CountCache:
         """
         if max_tokens <= 0 or self.count(text) <= max_tokens:
             return None
-        parts = split_lines(text) if self._by_line and len(text) >= SPLIT_FROM else [text]
+        parts = split_lines(text) if len(text) >= SPLIT_FROM and self._lines() else [text]
         offset = len(text) if tail else 0
         left = max_tokens  # tokens still to place, from the cut's side of the text
         for part in reversed(parts) if tail else parts:

@@ -55,6 +55,11 @@ class DeferredTokenizer:
     def decode(self, tokens: list[int]) -> str:
         return self._tokenizer().decode(tokens)
 
+    def resolved(self) -> Tokenizer:
+        """The tokenizer that counts (built now if nothing has counted yet): what a caller that
+        depends on its kind, such as the line rule of ``services.context.counting``, looks at."""
+        return self._tokenizer()
+
     def _tokenizer(self) -> Tokenizer:
         built = self._built
         if built is None:

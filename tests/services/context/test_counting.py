@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from services.context.counting import MIN_LINE, CountCache, counts_by_line, split_lines
 from services.tokenizer import TokenizerInfo, resolve_tokenizer
+from services.tokenizer.deferred import DeferredTokenizer
 from services.tokenizer.estimate import EstimateTokenizer
 from services.tokenizer.tiktoken_backend import TiktokenTokenizer
 
@@ -124,6 +125,24 @@ def test_counting_by_line_is_exactly_the_tokenizers_count(text: str) -> None:
     assert cache.count(text) == tokenizer.count(text)
     tail = text[len(text) // 3:]
     assert cache.count(tail) == tokenizer.count(tail)
+
+
+def test_a_tokenizer_built_on_first_use_counts_by_line_once_built() -> None:
+    """The server's tokenizer is built on the first count (DeferredTokenizer): a cache over it does
+    not build it when made, and once counting it tokenizes a long text's lines, not the whole."""
+    recording = RecordingTiktoken()
+    deferred = DeferredTokenizer("cl100k_base", recording.info, usable=lambda: True,
+                                 fallback=resolve_tokenizer)
+    deferred._build = lambda: recording  # type: ignore[method-assign]
+    cache = CountCache(deferred)
+    assert not deferred.built
+    lines = [
+        f"第{n}段：海风灌进来，林远站在台阶上，没有说话。钥匙藏在第三级台阶下。" * 2 for n in range(12)]
+    text = "\n".join(lines)
+    assert cache.count(text) == recording.count(text)
+    assert deferred.built
+    assert text not in recording.counted[:-1]  # only the check above counted the whole text
+    assert max(map(len, recording.counted[:-1])) < len(text) // 2
 
 
 def test_only_cl100k_with_its_known_pattern_counts_by_line() -> None:
