@@ -73,6 +73,7 @@ async def test_a_kept_result_answers_until_the_snapshot_changes(
     root = write_project(tmp_path / "novel")
     retrieval = standalone.retrieval
     await retrieval.index_project("p1", root)
+    await retrieval.wait_idle("p1")  # a result is kept only when no pass is writing meanwhile
     runs = count_searches(monkeypatch, standalone)
     first = await retrieval.search("p1", QUERY)
     assert await retrieval.search("p1", QUERY) == first
