@@ -28,6 +28,8 @@ from services.retrieval.vectors import VectorHit, chunk_of_sentence
 MAX_SENTENCES = 40_000  # about 60 MiB of rows; past it, Chroma's approximate search
 # ``read(ids)``: the stored ``(vector, project label)`` of those ids the store holds.
 ReadStored = Callable[[list[str]], Mapping[str, tuple[Any, str]]]
+# A matching sentence: its chunk's vector id, the project the store labels it with, its similarity.
+SentenceMatch = tuple[str, str, float]
 
 
 class SentenceMatrix:
@@ -83,6 +85,12 @@ class SentenceMatrix:
         """The ``limit`` best sentences, best first: cosine similarity to ``vector`` less ``penalty``
         times the cosine similarity to the mean direction (the hub penalty, see above). Equal scores
         fall in row order, so the same matrix and vector always give the same list."""
+        return [VectorHit(chunk, similarity, label, "")
+                for chunk, label, similarity in self.ranked(vector, limit, penalty)]
+
+    def ranked(self, vector: Any, limit: int, penalty: float = 0.0) -> list[SentenceMatch]:
+        """What :meth:`nearest` finds, as plain ``(chunk id, project label, similarity)`` tuples: a
+        search's hundreds of matches cost no object each."""
         import numpy as np
 
         count = len(self.ids)
@@ -104,6 +112,6 @@ class SentenceMatrix:
         order = candidates[np.lexsort((candidates, -similarities[candidates]))][:limit]
         project_id, foreign, chunks = self.project_id, self._foreign, self._chunks
         rows = order.tolist()
-        return [VectorHit(chunks[row], similarity, foreign.get(row, project_id), "")
+        return [(chunks[row], foreign.get(row, project_id), similarity)
                 for row, similarity in zip(rows, similarities[order].tolist(), strict=True)]
 

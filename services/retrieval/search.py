@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from services.retrieval.chunking import content_hash
-from services.retrieval.dense import SentenceMatrix
+from services.retrieval.dense import SentenceMatch, SentenceMatrix
 from services.retrieval.embedding_spec import E5_EMBEDDING, parse_embedding
 from services.retrieval.lexical import Bm25
 from services.retrieval.store import ChunkRecord
-from services.retrieval.vectors import VectorHit
 
 Mode = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
@@ -133,10 +132,12 @@ class Snapshot:
         return Snapshot(sorted([*kept, *(c for chunks in documents.values() for c in chunks)],
                                key=lambda c: (c.document_id, c.ordinal)))
 
-    def dense_positions(self, hits: Sequence[VectorHit]) -> list[tuple[int, str, float]]:
-        """``(position, project id the vector store gave, similarity)`` in vector-rank order."""
-        return [(position, hit.project_id, hit.similarity) for hit in hits
-                for position in self.by_vector.get(hit.chunk_id, ())]
+    def dense_positions(self, matches: Sequence[SentenceMatch]) -> list[tuple[int, str, float]]:
+        """``(position, project id the vector store gave, similarity)`` in vector-rank order, from
+        ``(chunk vector id, project id, similarity)`` matches."""
+        by_vector = self.by_vector
+        return [(position, project_id, similarity) for chunk_id, project_id, similarity in matches
+                for position in by_vector.get(chunk_id, ())]
 
 
 def fuse(snapshot: Snapshot, dense: Sequence[tuple[int, str, float]], lexical: Sequence[tuple[int, float]], *,

@@ -410,11 +410,11 @@ class Retrieval:
             # are plenty; dense alone ranks and scores them all (several sentences may share a chunk).
             wanted = 4 * limit if mode == "dense" else DENSE_SENTENCES
             if snapshot.vectors is not None:
-                hits = snapshot.vectors.nearest(vector, wanted, hub_penalty(self._indexer.state.embedding))
+                matches = snapshot.vectors.ranked(vector, wanted, hub_penalty(self._indexer.state.embedding))
             else:  # Chroma's approximate search: only the head's labels matter in hybrid fusion
-                hits = self._vectors.query(project_id, vector, wanted,
-                                           labelled=None if mode == "dense" else LABELLED_SENTENCES)
-            dense = snapshot.dense_positions(hits)
+                matches = [(hit.chunk_id, hit.project_id, hit.similarity) for hit in self._vectors.query(
+                    project_id, vector, wanted, labelled=None if mode == "dense" else LABELLED_SENTENCES)]
+            dense = snapshot.dense_positions(matches)
         lexical = [] if mode == "dense" else snapshot.lexical.search(
             self._terms(query, partial(self._query_terms.get_or_make, project_id)), 2 * limit)
         return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude,
