@@ -79,7 +79,15 @@ def _stem(word: str) -> str:
 
 
 class Bm25:
-    """An immutable BM25 index over a list of term lists; search returns (position, score)."""
+    """An immutable BM25 index over a list of term lists; search returns (position, score).
+
+    bm25s builds the index: each term's column of precomputed scores, one entry per document that
+    holds the term. A query's score of a document is the sum of its terms' entries, each term
+    counted as often as the query repeats it. bm25s adds the columns one term at a time in float32
+    (``np.add.at`` per term: most of a search's time, for a query of hundreds of terms); here all
+    the query's entries are gathered at once and summed in float64 per document (``np.bincount``),
+    then rounded to float32: the same sums, a little more precisely, in a fixed order, so the same
+    index and terms always give the same scores (a test checks them against bm25s's)."""
 
     def __init__(self, documents: Sequence[Sequence[str]]) -> None:
         import bm25s
@@ -94,11 +102,29 @@ class Bm25:
     def search(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
         if self._index is None:
             return []
-        known = [t for t in terms if t in self._index.vocab_dict]
+        vocabulary = self._index.vocab_dict
+        known = [vocabulary[t] for t in terms if t in vocabulary]
         if not known:
             return []
         import numpy as np  # loaded with bm25s by then; kept out of the server's start
 
-        scores = np.asarray(self._index.get_scores(known))
+        scores = self._scores(known)
         top = np.argsort(-scores, kind="stable")[:limit]
-        return [(int(i), float(scores[i])) for i in top if scores[i] > 0]
+        return [(i, s) for i, s in zip(top.tolist(), scores[top].tolist(), strict=True) if s > 0]
+
+    def _scores(self, term_ids: Sequence[int]) -> Any:
+        import numpy as np
+
+        index = self._index
+        columns = index.scores
+        data, documents, starts = columns["data"], columns["indices"], columns["indptr"]
+        terms, repeats = np.unique(np.asarray(term_ids), return_counts=True)
+        first, lengths = starts[terms], starts[terms + 1] - starts[terms]
+        # The positions of every entry of every query term, term after term, in one array.
+        offsets = np.cumsum(lengths) - lengths
+        entries = np.repeat(first - offsets, lengths) + np.arange(int(lengths.sum()))
+        weights = data[entries].astype(np.float64) * np.repeat(repeats, lengths)
+        scores = np.bincount(documents[entries], weights=weights, minlength=columns["num_docs"])
+        if index.nonoccurrence_array is not None:  # only the BM25L and BM25+ variants, not used here
+            scores += index.nonoccurrence_array[np.asarray(term_ids)].sum()
+        return scores.astype(np.dtype(index.dtype))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from services.retrieval.lexical import Bm25, Terms
 
@@ -67,3 +71,35 @@ def test_bm25_ranks_the_matching_chunk_first_and_skips_non_matches() -> None:
     assert 2 not in [position for position, _ in found]
     assert Bm25([]).search(["x"], 5) == []
     assert index.search(["无关词语"], 5) == []
+
+
+_WORDS = st.sampled_from(["港口", "钥匙", "灯塔", "林远", "key", "lamp", "雨", "船", "台阶", "夜"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(documents=st.lists(st.lists(_WORDS, max_size=12), min_size=1, max_size=12),
+       query=st.lists(_WORDS, min_size=1, max_size=8))
+def test_bm25_scores_are_bm25s_own_scores_summed_more_precisely(documents: list[list[str]],
+                                                                 query: list[str]) -> None:
+    """Search scores each document as bm25s does, repeated query terms counting again, to float32
+    precision (bm25s sums in float32, search in float64); documents with equal terms score equal,
+    and the order is by score, then by position; no document without a query term is returned."""
+    index = Bm25(documents)
+    found = index.search(query, len(documents))
+    known = [t for t in query if t in index._index.vocab_dict]
+    expected = np.asarray(index._index.get_scores(known)) if known else np.zeros(len(documents))
+    assert [p for p, _ in found] == sorted((p for p, _ in found), key=lambda p: (-dict(found)[p], p))
+    assert {p for p, _ in found} == {p for p in range(len(documents)) if expected[p] > 0}
+    for position, score in found:
+        assert score == pytest.approx(float(expected[position]), rel=1e-6)
+    scores = dict(found)
+    for a, b in itertools.combinations(scores, 2):
+        if sorted(documents[a]) == sorted(documents[b]):
+            assert scores[a] == scores[b]
+
+
+def test_bm25_scores_do_not_depend_on_the_order_of_query_terms() -> None:
+    """The same terms in another order give the very same scores (each document's sum has one order)."""
+    index = Bm25([TERMS("林远在港口修船"), TERMS("林远把铜钥匙藏在灯塔台阶下"), TERMS("港口的灯塔")])
+    query = TERMS("林远 钥匙 港口 灯塔 灯塔")
+    assert index.search(query, 5) == index.search(list(reversed(query)), 5)
