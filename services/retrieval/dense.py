@@ -50,6 +50,11 @@ class SentenceMatrix:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def row(self, vector_id: str) -> Any | None:
+        """The unit vector of sentence ``vector_id`` (a read-only view), or None if not held."""
+        row = self._row.get(vector_id)
+        return None if row is None else self.matrix[row]
+
     @classmethod
     def build(cls, project_id: str, ids: Iterable[str], read: ReadStored,
               previous: SentenceMatrix | None = None) -> SentenceMatrix | None:

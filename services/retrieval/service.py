@@ -431,12 +431,18 @@ class Retrieval:
         return combine(sentences, instruction)
 
     def _sentence_vectors(self, project_id: str, snapshot: Snapshot, query: DenseQuery) -> list[Any]:
-        """A passage vector per sentence: cached, else stored in the index, else embedded now (and
-        cached, so the next assembly and the next index pass reuse it)."""
+        """A passage vector per sentence: the row of the snapshot's exact-search matrix, else cached,
+        else stored in the index, else embedded now (and cached, so the next assembly and the next
+        index pass reuse it)."""
         cache = self._indexer.cache
         keys = [content_hash(text) for text in query.sentences]
-        found = {key: vector for key in set(keys) if (vector := cache.get(project_id, key)) is not None}
         stored = snapshot.sentence_ids(query.document_id) if query.document_id else {}
+        found: dict[str, Any] = {}
+        if snapshot.vectors is not None:  # held in memory already: no store read, nothing to cache
+            found = {key: row for key in set(keys) if key in stored
+                     and (row := snapshot.vectors.row(stored[key])) is not None}
+        found.update({key: vector for key in set(keys) - found.keys()
+                      if (vector := cache.get(project_id, key)) is not None})
         lookup = {stored[key]: key for key in set(keys) - found.keys() if key in stored}
         if lookup:
             for pid, vector in self._vectors.vectors(project_id, lookup).items():
