@@ -65,6 +65,7 @@ class _Project:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     used: float = field(default_factory=time.monotonic)  # when a request last needed it
+    queued: int = 0  # passes waiting for the lock
     # Stops its watcher; its own, since watchfiles sets the event of a watch that is cancelled.
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -292,6 +293,8 @@ class Retrieval:
             await asyncio.sleep(self._debounce)
             only = project.take()
             project.wake.clear()
+            if only == set() and not project.verify:
+                continue  # what woke it was indexed meanwhile (index_project takes the pending too)
             try:
                 await self._pass(project, only)
             except IndexStopped:
@@ -305,25 +308,35 @@ class Retrieval:
                 self._spawn(self._release_beyond(self._max_open))
 
     async def _pass(self, project: _Project, only: set[str] | None) -> SyncReport:
-        async with project.lock:
-            verify, project.verify = project.verify, False
-            progress = self._reporter(project.project_id, only)
-            try:
-                sync = partial(self._indexer.sync, project.project_id, project.root, only, verify=verify,
-                               progress=progress)
-                report = await asyncio.get_running_loop().run_in_executor(self._indexing, sync)
-            except BaseException:
-                project.verify = True
-                raise
-            if report.rebuilt or report.repaired or verify:
-                project.snapshot = await asyncio.to_thread(self._load_snapshot, project.project_id)
-                self._results.drop(project.project_id)
-            elif report.updates:
-                project.snapshot = await asyncio.to_thread(
-                    self._updated, project.project_id, project.snapshot, report.updates)
-                self._results.drop(project.project_id)
-                await asyncio.to_thread(self._vectors.delete, project.project_id, report.orphans)
-            return report
+        project.queued += 1  # busy while it waits for the pass before it, too
+        try:
+            await project.lock.acquire()
+        finally:
+            project.queued -= 1
+        try:
+            return await self._locked_pass(project, only)
+        finally:
+            project.lock.release()
+
+    async def _locked_pass(self, project: _Project, only: set[str] | None) -> SyncReport:
+        verify, project.verify = project.verify, False
+        progress = self._reporter(project.project_id, only)
+        try:
+            sync = partial(self._indexer.sync, project.project_id, project.root, only, verify=verify,
+                           progress=progress)
+            report = await asyncio.get_running_loop().run_in_executor(self._indexing, sync)
+        except BaseException:
+            project.verify = True
+            raise
+        if report.rebuilt or report.repaired or verify:
+            project.snapshot = await asyncio.to_thread(self._load_snapshot, project.project_id)
+            self._results.drop(project.project_id)
+        elif report.updates:
+            project.snapshot = await asyncio.to_thread(
+                self._updated, project.project_id, project.snapshot, report.updates)
+            self._results.drop(project.project_id)
+            await asyncio.to_thread(self._vectors.delete, project.project_id, report.orphans)
+        return report
 
     def _reporter(self, project_id: str, only: set[str] | None) -> Callable[[int, int], None]:
         loop = asyncio.get_running_loop()
@@ -493,4 +506,5 @@ class Retrieval:
 
 
 def _busy(project: _Project) -> bool:
-    return project.wake.is_set() or project.lock.locked() or project.pending is None or bool(project.pending)
+    return (project.wake.is_set() or project.lock.locked() or project.queued > 0 or project.pending is None
+            or bool(project.pending))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,28 @@ async def test_a_kept_result_answers_until_the_snapshot_changes(
     again = await retrieval.search("p1", QUERY)
     assert runs == ["p1", "p1"]
     assert any(fact in hit.text for hit in again)
+
+
+async def test_a_search_after_a_slow_index_pass_and_wait_idle_is_kept(
+        standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index pass slower than the debounce leaves no pass behind it once wait_idle returns: the
+    wake that opening the project set is not a second pass, and a pass waiting for the lock counts
+    as busy; so the next search's result is kept and the same search again does not run."""
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    real_sync = retrieval._indexer.sync
+
+    def slow_sync(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.6)  # longer than the 0.3 s debounce
+        return real_sync(*args, **kwargs)
+
+    monkeypatch.setattr(retrieval._indexer, "sync", slow_sync)
+    await retrieval.index_project("p1", root)
+    await retrieval.wait_idle("p1")
+    runs = count_searches(monkeypatch, standalone)
+    first = await retrieval.search("p1", QUERY)
+    assert await retrieval.search("p1", QUERY) == first
+    assert runs == ["p1"]
 
 
 async def test_no_kept_result_crosses_projects(standalone: Standalone, tmp_path: Path,
