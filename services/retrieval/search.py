@@ -147,12 +147,16 @@ def fuse(snapshot: Snapshot, dense: Sequence[tuple[int, str, float]], lexical: S
     dense_scores = _dense_scores(dense, chunks, exclude) if mode != "lexical" else {}
     lexical_scores = _lexical_scores(lexical, chunks, exclude) if mode != "dense" else {}
     weight = {"hybrid": dense_weight, "dense": 1.0, "lexical": 0.0}[mode]
-    scores = {p: lexical_scores.get(p, 0.0) + weight * dense_scores.get(p, 0.0)
-              for p in (*lexical_scores, *dense_scores)}
+    scores = dict(lexical_scores)  # a missing score is 0.0: lexical + weight x 0.0 is lexical exactly
+    for p, similarity in dense_scores.items():
+        scores[p] = scores.get(p, 0.0) + weight * similarity
     best = (mode != "dense") + weight
     dense_rank = {p: n for n, p in enumerate(dense_scores)}
     lexical_rank = {p: n for n, p in enumerate(lexical_scores)}
-    ranked = sorted(scores, key=lambda p: (-scores[p], dense_rank.get(p, 1 << 30), p))[:limit]
+    # Best score first, then dense rank, then position: positions are distinct, so no two tie.
+    unranked = 1 << 30
+    ranked = [p for _, _, p in sorted([(-score, dense_rank.get(p, unranked), p)
+                                       for p, score in scores.items()])[:limit]]
     # Any vector of a chunk labelled with another project marks the chunk (the scope check fails it).
     owners = {p: owner for p, owner, _ in dense if owner != chunks[p].project_id}
     return [_hit(chunks[p], owners.get(p, chunks[p].project_id), scores[p] / best,
@@ -168,9 +172,14 @@ def _dense_scores(dense: Sequence[tuple[int, str, float]], chunks: Sequence[Chun
     ranking only breaks ties; a lone chunk scores 1.
     """
     best: dict[int, float] = {}
+    document, cursor = (exclude.document_id, exclude.cursor) if exclude else (None, 0)
     for position, _, similarity in dense:
-        if position not in best and not (exclude and exclude.excludes(chunks[position])):
-            best[position] = similarity
+        if position in best:
+            continue
+        chunk = chunks[position]
+        if chunk.end > cursor and chunk.document_id == document:  # Exclusion.excludes, inlined
+            continue
+        best[position] = similarity
     if len(best) <= 1:
         return dict.fromkeys(best, 1.0)
     values = list(best.values())
