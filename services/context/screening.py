@@ -115,8 +115,6 @@ def _cap(result: Screened, section: str, limit: int) -> None:
         return  # the usual case: nothing to rank
     ranked = sorted(candidates, key=lambda i: -i.key)
     over = ranked[limit:]
-    if not over:
-        return
     # Ids are unique after screening, so identity is equality here (and list.remove was quadratic).
     gone = {id(item) for item in over}
     result.items = [item for item in result.items if id(item) not in gone]

@@ -124,7 +124,7 @@ class Bm25:
         offsets = np.cumsum(lengths) - lengths
         entries = np.repeat(first - offsets, lengths) + np.arange(int(lengths.sum()))
         weights = data[entries].astype(np.float64) * np.repeat(repeats, lengths)
+        # bm25s's default (Lucene) scoring gives a document nothing for a term it lacks, so the sum
+        # over the entries is the whole score.
         scores = np.bincount(documents[entries], weights=weights, minlength=columns["num_docs"])
-        if index.nonoccurrence_array is not None:  # only the BM25L and BM25+ variants, not used here
-            scores += index.nonoccurrence_array[np.asarray(term_ids)].sum()
         return scores.astype(np.dtype(index.dtype))
