@@ -20,7 +20,9 @@ from services.context.screening import check_scope
 from services.context.skills import get_skill
 from services.errors import ScopeViolation
 from services.retrieval import Standalone, build_retrieval
+from services.retrieval.chunking import content_hash
 from services.retrieval.provider import RetrievalProvider
+from services.retrieval.query import DenseQuery, combine, settled
 from services.retrieval.search import Exclusion
 from services.retrieval.store import ChunkStore
 from services.sources.base import GatherContext
@@ -342,3 +344,29 @@ def test_collection_names_are_valid_for_any_project_id() -> None:
     assert name.startswith("strata-")
     assert len(name) == 39
     assert all(ch.isalnum() or ch in "-" for ch in name)
+
+
+async def test_the_dense_query_takes_indexed_sentences_from_the_snapshot_matrix_not_the_store(
+        standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sentences before the cursor that the index holds are taken from the snapshot's sentence
+    matrix: the vector store is not read for them, and the query vector is the one their stored
+    vectors give (to float32 precision)."""
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    await retrieval.index_project("p1", root)
+    document = "卷一/第05章.md"
+    text = (root / document).read_text(encoding="utf-8")
+    query = DenseQuery.before_cursor(settled(text[:400]), "", document)
+    project = await retrieval._project("p1")
+    snapshot = project.snapshot
+    assert snapshot.vectors is not None
+    assert query.sentences
+    ids = [snapshot.sentence_ids(document)[content_hash(s)] for s in query.sentences]
+    stored = retrieval._vectors.vectors("p1", ids)
+    expected = combine([stored[i] for i in ids], None)
+    reads: list[object] = []
+    real_read = retrieval._vectors.vectors
+    monkeypatch.setattr(retrieval._vectors, "vectors", lambda *a: reads.append(a) or real_read(*a))
+    vector = retrieval._query_vector("p1", snapshot, query)
+    assert reads == []
+    assert np.allclose(vector, expected, atol=1e-6)
