@@ -366,7 +366,13 @@ async def test_the_dense_query_takes_indexed_sentences_from_the_snapshot_matrix_
     expected = combine([stored[i] for i in ids], None)
     reads: list[object] = []
     real_read = retrieval._vectors.vectors
-    monkeypatch.setattr(retrieval._vectors, "vectors", lambda *a: reads.append(a) or real_read(*a))
+
+    def read(*args: Any) -> dict[str, Any]:
+        reads.append(args)
+        return real_read(*args)
+
+    monkeypatch.setattr(retrieval._vectors, "vectors", read)
     vector = retrieval._query_vector("p1", snapshot, query)
     assert reads == []
+    assert vector is not None
     assert np.allclose(vector, expected, atol=1e-6)
