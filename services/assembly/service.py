@@ -24,7 +24,7 @@ from services.concurrency.limiter import KeyedLimiter
 from services.concurrency.offload import off_loop
 from services.context.budget import MAX_INPUT_TOKENS, make_budget, window_allowance
 from services.context.counting import CountCache
-from services.context.engine import Request, assemble
+from services.context.engine import Request, assemble, fresh_chars
 from services.context.hashing import divergence
 from services.context.memo import ProjectMemos
 from services.context.models import (
@@ -210,8 +210,7 @@ class ContextService:
                                               prepared),
             variable_tokens=prepared.variable_tokens, explain=request.explain)
         memo = self._memos.for_project(request.project_id)
-        gathered_chars = sum(len(i.text) for i in engine_request.items) + reading
-        assembly = await off_loop(gathered_chars, assemble, engine_request, counter, memo)
+        assembly = await off_loop(fresh_chars(engine_request), assemble, engine_request, counter, memo)
         return self._outcome(request, assembly, system_prompt, counter, remember)
 
     async def counter(self, project_id: str) -> CountCache:

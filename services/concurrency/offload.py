@@ -1,10 +1,12 @@
 """CPU work off the event loop, unless it is too small to be worth a thread.
 
 A hop to a worker thread and back costs about a tenth of a millisecond and a
-GIL handoff, more than counting a few hundred short texts. So work on less
-than :data:`INLINE_CHARS` characters of text runs on the loop itself (it holds
-the loop well under a millisecond); anything larger goes to a thread, so a
-60k-token instruction or a long chapter never blocks other clients.
+GIL handoff, more than counting a few hundred short texts; and Python running
+on a worker thread does not run beside the loop, it takes turns with it for the
+GIL, each turn a handoff. So work on less than :data:`INLINE_CHARS` characters
+of text to count runs on the loop itself (it holds the loop a millisecond or
+two at most); anything larger goes to a thread, so a 60k-token instruction or
+a long chapter never blocks other clients.
 """
 
 from __future__ import annotations

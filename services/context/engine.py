@@ -52,10 +52,27 @@ class Request:
     explain: bool = True
 
 
+def _bounded(plan: Plan) -> set[tuple[str, str]]:
+    """(section id, part id) of the parts that hold passages from the project's index."""
+    return {(s.id, p.id) for s in plan.sections for p in s.parts if p.bounded}
+
+
+def fresh_chars(request: Request) -> int:
+    """Characters of text the assembly may have to count: the window, the instruction, the
+    variables and the gathered items, except passages from the index (counted when indexed, at most
+    MAX_RETRIEVED of them: only those kept are rendered and counted). The measure of its work that
+    decides whether it runs off the event loop."""
+    bounded = _bounded(request.plan)
+    window = request.window
+    chars = sum(len(i.text) for i in request.items if (i.layer, i.section) not in bounded)
+    chars += len(request.instruction or "") + sum(map(len, request.variables.values()))
+    return chars + (len(window.before) + len(window.after) if window else 0)
+
+
 def _check_input_size(request: Request) -> None:
     # Passages from the project's index are not the writer's input: they are bounded apart (at
     # most MAX_RETRIEVED chunks of about 200 tokens) and trimmed by the budget like any candidate.
-    bounded = {(s.id, p.id) for s in request.plan.sections for p in s.parts if p.bounded}
+    bounded = _bounded(request.plan)
     window = request.window
     gathered = sum(max(i.tokens, 0) for i in request.items if (i.layer, i.section) not in bounded)
     gathered += request.instruction_tokens + request.variable_tokens
@@ -171,4 +188,4 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
     )
 
 
-__all__ = ["Request", "assemble"]
+__all__ = ["Request", "assemble", "fresh_chars"]

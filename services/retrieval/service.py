@@ -401,9 +401,16 @@ class Retrieval:
 
     async def _run_search(self, project: _Project, snapshot: Snapshot, key: _SearchKey) -> tuple[Hit, ...]:
         _, query, dense, limit, mode, exclude = key
+        search = partial(self._search, project.project_id, snapshot, query, dense, limit, mode, exclude)
         try:
-            hits = tuple(await asyncio.to_thread(self._search, project.project_id, snapshot, query, dense,
-                                                 limit, mode, exclude))
+            # A search held in memory takes a few milliseconds of mostly GIL-holding Python: a worker
+            # thread would not run it beside other work, only contend with the loop for the GIL (a
+            # fifth more CPU per assembly at 500 at once, docs/performance.md). One that reads the
+            # vector store or runs the encoder goes to a thread.
+            if self._in_memory(project.project_id, snapshot, dense, mode):
+                hits = tuple(search())
+            else:
+                hits = tuple(await asyncio.to_thread(search))
         except Exception:
             project.verify = True  # the vector store may be damaged: the next pass checks and repairs it
             project.schedule(())
@@ -432,6 +439,32 @@ class Retrieval:
             self._terms(query, partial(self._query_terms.get_or_make, project_id)), 2 * limit)
         return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude,
                     dense_weight=dense_weight(self._indexer.state.embedding))
+
+    def _in_memory(self, project_id: str, snapshot: Snapshot, dense: str | DenseQuery, mode: Mode) -> bool:
+        """Whether the search needs neither the vector store nor the encoder: BM25 alone, or exact
+        dense search with every sentence's vector in the snapshot's matrix or the cache and the
+        instruction's among the kept query vectors."""
+        if mode == "lexical":
+            return True
+        matrix = snapshot.vectors
+        if matrix is None:
+            return False
+        if isinstance(dense, str):
+            return not dense.strip() or self._has_query(dense)
+        if dense.instruction and not self._has_query(dense.instruction[:DENSE_QUERY_CHARS]):
+            return False
+        stored = snapshot.sentence_ids(dense.document_id) if dense.document_id else {}
+        cache = self._indexer.cache
+        for text in dense.sentences:
+            key = content_hash(text)
+            vector_id = stored.get(key)
+            if (vector_id is None or matrix.row(vector_id) is None) and cache.get(project_id, key) is None:
+                return False
+        return True
+
+    def _has_query(self, query: str) -> bool:
+        with self._queries_lock:
+            return query in self._queries
 
     def _query_vector(self, project_id: str, snapshot: Snapshot, query: str | DenseQuery) -> Any | None:
         """The vector to search with, or None when there is nothing to ask."""

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.context.budget import MAX_INPUT_TOKENS
-from services.context.engine import Request, assemble
+from services.context.engine import Request, assemble, fresh_chars
 from services.context.hashing import sha256_hex
 from services.context.models import Assembly, BudgetProfile, Item
 from services.errors import InputTooLarge, ScopeViolation
@@ -209,3 +209,18 @@ def test_retrieved_passages_do_not_count_towards_the_input_cap() -> None:
     assert result.token_count <= result.budget.total
     with pytest.raises(InputTooLarge):
         assemble(request(passages + history), counter())
+
+
+def test_fresh_chars_counts_what_the_assembly_reads_except_indexed_passages() -> None:
+    """The measure that sends an assembly off the event loop counts the window, the instruction,
+    the variables and every gathered item but the retrieved passages, which the index counted and
+    caps: 200 long passages leave it where it was, a long constraint adds its length."""
+    passages = tuple(item(f"r{n}", "passages", "钥匙藏在第三级台阶下。" * 60, 0.5) for n in range(200))
+    small = (item("c1", "constraints", "严格第一人称叙述", 10),)
+    base = _request(small, instruction="续写")
+    expected = len(CHAPTER) + len("续写") + len("严格第一人称叙述")
+    assert fresh_chars(base) == expected
+    assert fresh_chars(replace(base, items=small + passages)) == expected
+    long = item("c2", "constraints", "林远不会游泳。" * 1000, 5)
+    assert fresh_chars(replace(base, items=(*small, long))) == expected + len(long.text)
+    assert fresh_chars(replace(base, variables={"name": "林远"})) == expected + 2

@@ -376,3 +376,45 @@ async def test_the_dense_query_takes_indexed_sentences_from_the_snapshot_matrix_
     assert reads == []
     assert vector is not None
     assert np.allclose(vector, expected, atol=1e-6)
+
+
+async def test_a_search_held_in_memory_runs_on_the_loop_and_one_that_embeds_runs_on_a_thread(
+        standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search that needs neither the vector store nor the encoder (BM25 alone, or exact dense
+    search with the sentences' vectors in the snapshot's matrix and the instruction's kept) runs on
+    the event loop's thread; one whose instruction must be embedded first runs on a worker thread,
+    and so does the next search with a new sentence; the same search again, now held, on the loop."""
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    await retrieval.index_project("p1", root)
+    await retrieval.wait_idle("p1")
+    document = "卷一/第05章.md"
+    text = (root / document).read_text(encoding="utf-8")
+    threads: list[int] = []
+    real_search = retrieval._search
+
+    def search(*args: Any) -> Any:
+        threads.append(threading.get_ident())
+        return real_search(*args)
+
+    monkeypatch.setattr(retrieval, "_search", search)
+    loop = threading.get_ident()
+
+    async def thread_of(query: str, dense: DenseQuery | None, mode: str = "hybrid") -> int:
+        threads.clear()
+        await retrieval.search("p1", query, dense_query=dense, mode=mode,  # type: ignore[arg-type]
+                               exclude=Exclusion(document, 400))
+        assert len(threads) == 1
+        return threads[0]
+
+    before = settled(text[:400])
+    indexed = DenseQuery.before_cursor(before, "", document)
+    assert indexed.sentences
+    assert await thread_of(before, indexed) == loop
+    assert await thread_of("钥匙藏在哪里", None, mode="lexical") == loop
+    instructed = DenseQuery.before_cursor(before, "续写：他想起了钥匙", document)
+    assert await thread_of(before + "续写", instructed) != loop
+    assert await thread_of(before + "续写一段", instructed) == loop  # the instruction's vector is kept
+    unseen = DenseQuery(("这是一个索引里没有的句子。",), "", document)
+    assert await thread_of(before + "新", unseen) != loop
+    assert await thread_of(before + "新句", unseen) == loop  # embedded once, then cached
