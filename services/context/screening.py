@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from services.context.memo import Memo
+from services.context.memo import Memo, norm
 from services.context.models import Item, ItemReport, Window
 from services.context.plan import PartPlan, Plan
 from services.errors import ScopeViolation
@@ -72,7 +72,8 @@ def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo)
     """Keep valid, distinct items; cap each section at its ``candidates``."""
     parts = item_parts(plan)
     result = Screened(items=[])
-    window_text = memo.norm((window.before + window.after) if window else "")
+    # The window is new at every assembly: its text would only push the records' out of the memo.
+    window_text = norm((window.before + window.after) if window else "")
     seen: set[str] = set()
     invalid = 0
     for item in items:

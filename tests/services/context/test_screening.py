@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pytest
 from structlog.testing import capture_logs
 
-from services.context.memo import NoMemo
+from services.context.memo import BoundedMemo, NoMemo
 from services.context.models import Item, ItemReport, Window
 from services.context.screening import MAX_RETRIEVED, Screened, check_scope, dropped
 from services.context.screening import screen as screen_plan
@@ -120,3 +120,17 @@ def test_dropped_report_carries_the_item_and_reason() -> None:
     assert dropped(source, "budget") == ItemReport(
         id="p1", layer="retrieved", section="passages", source="passages", tokens=12, key=0.7,
         key_name="score", fate="dropped", reason="budget", kept_tokens=0)
+
+
+def test_the_window_text_is_not_kept_in_the_memo_but_the_candidates_are() -> None:
+    """The text around the cursor is new at every assembly, so screening normalizes it without
+    keeping it: the project's memo holds the candidates' texts, which come back, and a window found
+    whole inside a candidate still makes that candidate a duplicate."""
+    memo = BoundedMemo()
+    win = window("我推开门，海风很冷。", "台阶很长。")
+    chunk = item("r1", "passages", "我推开门， 海风很冷。", 0.9)
+    kept = item("r2", "passages", "钥匙藏在第三级台阶下。", 0.8)
+    result = screen_plan(novel(), [chunk, kept], win, memo)
+    assert [i.id for i in result.items] == ["r2"]
+    assert _fates(result.reports) == {"r1": ("dropped", "duplicate")}
+    assert set(memo._norms) == {chunk.text, kept.text}
