@@ -20,7 +20,10 @@ import hashlib
 import os
 import stat
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,6 +42,12 @@ MAX_LISTED_DOCUMENTS = 5000
 # Projects whose folder path is kept (a project's id is the hash of its path, and a project row is
 # never deleted, so the path of a project id never changes once read).
 KEPT_PATHS = 256
+# Texts kept from reads, for as long as their file stays exactly as read (see DocumentStore.read).
+KEPT_TEXTS = 256  # documents, all projects together
+KEPT_TEXT_CHARS = 4_000_000  # characters, all projects together
+# A file whose status changed less than this long before it was read is not kept: a timestamp
+# may be coarser than the time between two writes, so a second write could leave it the same.
+SETTLED_NS = 2_000_000_000
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
     | getattr(os, "O_CLOEXEC", 0)
 
@@ -46,6 +55,19 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLO
 SPECIAL_FILE = "No document with this id in the project: it names a FIFO, socket or device, left as it is"
 
 _log = structlog.get_logger("documents")
+
+
+@dataclass(frozen=True, slots=True)
+class _KeptText:
+    path: Path
+    stamp: tuple[int, int, int, int, int]
+    text: str
+
+
+def _stamp(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What a file's status says of its content: which file, its size, and when its content and
+    its status last changed (a write changes the status time, which no program can set back)."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def document_ref(document_id: str) -> str:
@@ -121,14 +143,59 @@ class DocumentStore:
         self.on_write = on_write  # told of every document written (e.g. so retrieval re-indexes it)
         self._paths: dict[str, str] = {}  # project id -> its stored folder path
         self._paths_lock = threading.Lock()
+        self._texts: OrderedDict[tuple[str, str], _KeptText] = OrderedDict()  # (project, document)
+        self._text_chars = 0
+        self._texts_lock = threading.Lock()
 
     async def list(self, project_id: str) -> DocumentListing:
         """Every document under the folder, sorted by id; hidden files and folders skipped."""
         return await asyncio.to_thread(self._list, project_id)
 
     async def read(self, project_id: str, document_id: str) -> str:
-        """The document's text (UTF-8), or DocumentNotFound."""
+        """The document's text (UTF-8), or DocumentNotFound.
+
+        Every assembly reads its document, mostly unchanged since the last one: a text read
+        before is kept with its file's status and given again while one status call on the
+        event loop finds the file exactly as it was read (the same file, size and times); else
+        the file is resolved, checked and read on a thread. A document:write drops the kept text
+        at once. Only text read through every check is ever kept, and a file changed since (or
+        moved, or replaced by a link) is read and checked again.
+        """
+        kept = self._kept_text(project_id, document_id)
+        if kept is not None:
+            return kept
         return await asyncio.to_thread(self._read, project_id, document_id)
+
+    def _kept_text(self, project_id: str, document_id: str) -> str | None:
+        with self._texts_lock:
+            kept = self._texts.get((project_id, document_id))
+        if kept is None:
+            return None
+        try:
+            info = os.lstat(kept.path)  # a link put in the file's place is another file
+        except (OSError, ValueError):
+            return None
+        if _stamp(info) != kept.stamp:
+            return None
+        with self._texts_lock:
+            if (project_id, document_id) in self._texts:
+                self._texts.move_to_end((project_id, document_id))
+        return kept.text
+
+    def _keep_text(self, project_id: str, document_id: str, entry: _KeptText | None) -> None:
+        """Keep ``entry`` (None: forget the document's text), within the bounds."""
+        key = (project_id, document_id)
+        with self._texts_lock:
+            old = self._texts.pop(key, None)
+            if old is not None:
+                self._text_chars -= len(old.text)
+            if entry is None or len(entry.text) > KEPT_TEXT_CHARS // 4:
+                return
+            self._texts[key] = entry
+            self._text_chars += len(entry.text)
+            while len(self._texts) > KEPT_TEXTS or self._text_chars > KEPT_TEXT_CHARS:
+                _, gone = self._texts.popitem(last=False)
+                self._text_chars -= len(gone.text)
 
     async def heads(self, project_id: str, limit_bytes: int = 2048) -> builtins.list[tuple[str, str]]:
         """Every listed document's id and the start of its text (at most ``limit_bytes``, decoded
@@ -137,7 +204,11 @@ class DocumentStore:
 
     async def write(self, project_id: str, document_id: str, text: str) -> DocumentInfo:
         """Replace (or create) the document atomically, creating its folders in the project."""
-        info = await asyncio.to_thread(self._write, project_id, document_id, text)
+        self._keep_text(project_id, document_id, None)
+        try:
+            info = await asyncio.to_thread(self._write, project_id, document_id, text)
+        finally:
+            self._keep_text(project_id, document_id, None)
         if self.on_write is not None:
             self.on_write(project_id, document_id)
         return info
@@ -182,12 +253,15 @@ class DocumentStore:
             return None
 
     def _read(self, project_id: str, document_id: str) -> str:
+        self._keep_text(project_id, document_id, None)
         path = resolve_document(self._root(project_id), document_id)
-        data = self._read_bytes(path)
+        data, info = self._read_bytes(path)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise invalid("document_id", "the document is not UTF-8 text") from None
+        if time.time_ns() - info.st_ctime_ns > SETTLED_NS:
+            self._keep_text(project_id, document_id, _KeptText(path, _stamp(info), text))
         _log.info("document.read", project_id=project_id, document=document_ref(document_id),
                   bytes=len(data))
         return text
@@ -207,7 +281,8 @@ class DocumentStore:
             found.append((info.document_id, head.decode("utf-8", "ignore")))
         return found
 
-    def _read_bytes(self, path: Path) -> bytes:
+    def _read_bytes(self, path: Path) -> tuple[bytes, os.stat_result]:
+        """The file's bytes and its status as it was opened."""
         if is_special(path):
             raise DocumentNotFound(SPECIAL_FILE)
         # O_NONBLOCK: a FIFO put there since must not hang the thread in open().
@@ -220,14 +295,15 @@ class DocumentStore:
                 raise DocumentNotFound(SPECIAL_FILE) from None
             raise
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
                 raise DocumentNotFound()  # a folder, FIFO or device named like a document
             data = read_at_most(fd, self._max_bytes + 1)
         finally:
             os.close(fd)
         if len(data) > self._max_bytes:
             raise invalid("document_id", f"the document is larger than {self._max_bytes} bytes")
-        return data
+        return data, info
 
     def _write(self, project_id: str, document_id: str, text: str) -> DocumentInfo:
         data = encode_text(text, self._max_bytes)
