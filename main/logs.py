@@ -47,6 +47,18 @@ class RotatingJsonFile(logging.handlers.RotatingFileHandler):
             self.handleError(record)
 
 
+class OnceFormatter(structlog.stdlib.ProcessorFormatter):
+    """Renders a record once for all the handlers that write it (stderr and the file get the very
+    same line): rendering is most of a log line's cost, and an assembly logs a few."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = record.__dict__.get("_strata_line")
+        if not isinstance(line, str):
+            line = super().format(record)
+            record.__dict__["_strata_line"] = line
+        return line
+
+
 def configure_logging(level: str, log_file: Path | None) -> None:
     """Route structlog (and stdlib logging) to stderr and ``log_file`` as JSON lines."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
@@ -56,7 +68,7 @@ def configure_logging(level: str, log_file: Path | None) -> None:
     # Records from other libraries' stdlib loggers get the same level and
     # timestamp keys and are rendered as JSON too, so every line parses.
     timestamper = structlog.processors.TimeStamper(fmt="iso", utc=True)
-    formatter = structlog.stdlib.ProcessorFormatter(
+    formatter = OnceFormatter(
         foreign_pre_chain=[structlog.processors.add_log_level, timestamper,
                            structlog.processors.format_exc_info],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import structlog
 
-from main.logs import RotatingJsonFile, configure_logging
+from main.logs import OnceFormatter, RotatingJsonFile, configure_logging
 
 
 def _is_pytests(handler: logging.Handler) -> bool:
@@ -176,3 +176,26 @@ def test_reconfiguring_replaces_the_handlers(capsys: pytest.CaptureFixture[str])
     structlog.get_logger("test").info("test.once")
     _flush()
     assert _summary(_json_lines(capsys.readouterr().err)) == [("test.once", "info")]
+
+
+def test_a_record_is_rendered_once_for_stderr_and_the_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both handlers write the very same line, rendered once per record, not once per handler."""
+    rendered: list[str] = []
+    real = structlog.stdlib.ProcessorFormatter.format
+
+    def counting(self: OnceFormatter, record: logging.LogRecord) -> str:
+        line = real(self, record)
+        rendered.append(line)
+        return line
+
+    monkeypatch.setattr(structlog.stdlib.ProcessorFormatter, "format", counting)
+    log_file = tmp_path / "strata.log"
+    configure_logging("info", log_file)
+    log = structlog.get_logger("test")
+    log.info("test.once", n=1)
+    log.warning("test.twice", n=2)
+    _flush()
+    stderr = capsys.readouterr().err.splitlines()
+    assert stderr == log_file.read_text(encoding="utf-8").splitlines() == rendered
+    assert _summary(_json_lines("\n".join(stderr))) == [("test.once", "info"), ("test.twice", "warning")]
