@@ -25,5 +25,6 @@ async def off_loop(size: int, fn: Callable[P, T], /, *args: P.args, **kwargs: P.
     """``fn(*args, **kwargs)``: in a worker thread, or here if ``size`` (characters of text the
     work reads) is below :data:`INLINE_CHARS`."""
     if size < INLINE_CHARS:
+        await asyncio.sleep(0)  # frames that came meanwhile are read before the loop is held
         return fn(*args, **kwargs)
     return await asyncio.to_thread(fn, *args, **kwargs)

@@ -408,6 +408,7 @@ class Retrieval:
             # fifth more CPU per assembly at 500 at once, docs/performance.md). One that reads the
             # vector store or runs the encoder goes to a thread.
             if self._in_memory(project.project_id, snapshot, dense, mode):
+                await asyncio.sleep(0)  # frames that came meanwhile are read before the loop is held
                 hits = tuple(search())
             else:
                 hits = tuple(await asyncio.to_thread(search))

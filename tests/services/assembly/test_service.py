@@ -143,6 +143,18 @@ async def test_backpressure_past_the_queue() -> None:
     assert all(o.assembly.token_count <= o.assembly.budget.total for o in finished)
 
 
+async def test_requests_started_together_are_judged_together_however_fast_the_first_ones_run() -> None:
+    """20 assemblies of one document started in the same turn of the loop, with reads that never
+    block and the work on the loop: 12 are held (4 run, 8 wait) and 8 are refused, as when the
+    first ones are slow."""
+    service = _world().service()
+    results = await asyncio.gather(*(service.assemble(_request()) for _ in range(20)),
+                                   return_exceptions=True)
+    refused = [r for r in results if isinstance(r, Backpressure)]
+    assert len(refused) == 20 - service.limiter.per_key - service.limiter.queue
+    assert all(not isinstance(r, BaseException) for r in results if r not in refused)
+
+
 async def test_a_wait_that_would_pass_the_deadline_is_refused_at_once() -> None:
     """When assemblies are taking 1.5 s each, of 20 requests for one document 4 run, the 4 that
     would get a slot after one of them (1.5 s) queue, and the other 12, which would wait 3 s or
