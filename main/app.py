@@ -36,7 +36,7 @@ from ipc.session import SessionLimits
 from main.config import Config
 from main.lifecycle import StopSignal
 from main.lock import DataDirLock
-from main.memory import limit_arenas, return_freed_memory
+from main.memory import collect_and_trim, fix_mmap_threshold, limit_arenas
 from main.version import NAME, VERSION
 from services.assembly.profiles import BudgetProfiles
 from services.assembly.service import Collaborators, ContextService
@@ -151,7 +151,7 @@ def open_services(config: Config) -> Services:
             roots=documents.root, debounce=config.index_debounce,
             results=caches.search_results, query_terms=caches.query_terms,
             idle_after=config.index_idle_minutes * 60 or None,
-            max_open=config.max_open_indexes, on_release=return_freed_memory)
+            max_open=config.max_open_indexes, on_freed=collect_and_trim)
         documents.on_write = retrieval.document_written
         services = Services(database=database, tokenizer=tokenizer, documents=documents, retrieval=retrieval,
                             caches=caches)
@@ -304,6 +304,7 @@ def ready_message(config: Config, port: int) -> dict[str, Any]:
 async def serve(config: Config, announce: Announce) -> None:
     """Run until a stop signal; close everything in order on the way out."""
     limit_arenas()
+    fix_mmap_threshold()
     stop = StopSignal()
     await stop.install(config.watch_stdin)
     services = await asyncio.to_thread(open_services, config)

@@ -1,9 +1,15 @@
-"""The process's heap: few allocator arenas, and freed memory given back to the system.
+"""The process's heap: few allocator arenas, large blocks mapped apart, and freed memory given back.
 
 glibc gives each thread that allocates its own arena (up to eight per core), and memory freed in
 one arena cannot serve another; the server's worker threads left about 8 MiB of RSS in arenas of
 their own (docs/performance.md, "Start and footprint"). Two arenas serve two cores' worth of
-threads that mostly wait for the GIL anyway. Elsewhere (not glibc) both calls do nothing.
+threads that mostly wait for the GIL anyway.
+
+glibc also raises its mmap threshold each time a mapped block is freed (up to 32 MiB), so after
+the encoder's first batch its working arrays come from the heap, and whether they can be given
+back depends on what was allocated around them (runs of the same footprint benchmark differed by
+10 MiB). A fixed threshold keeps blocks of MMAP_THRESHOLD and more mapped on their own, returned
+whole when freed. Elsewhere (not glibc) these calls do nothing.
 """
 
 from __future__ import annotations
@@ -11,10 +17,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
-import threading
 
-_M_ARENA_MAX = -8  # glibc's mallopt parameter number
+_M_ARENA_MAX = -8  # glibc's mallopt parameter numbers
+_M_MMAP_THRESHOLD = -3
 MAX_ARENAS = 2
+MMAP_THRESHOLD = 4 * 1024 * 1024
 
 
 def _glibc() -> ctypes.CDLL | None:
@@ -31,13 +38,16 @@ def limit_arenas(arenas: int = MAX_ARENAS) -> bool:
     return libc is not None and libc.mallopt(_M_ARENA_MAX, arenas) == 1
 
 
-def return_freed_memory() -> None:
-    """Collect garbage and give the freed heap back to the system, on a thread of its own (after
-    projects' indexes left memory: glibc keeps it otherwise)."""
-    threading.Thread(target=collect_and_trim, name="strata-trim", daemon=True).start()
+def fix_mmap_threshold(size: int = MMAP_THRESHOLD) -> bool:
+    """Map blocks of ``size`` bytes and more apart, at a threshold that no longer moves; True when
+    it took."""
+    libc = _glibc()
+    return libc is not None and libc.mallopt(_M_MMAP_THRESHOLD, size) == 1
 
 
 def collect_and_trim() -> None:
+    """Collect garbage and give the freed heap back to the system (blocking: call it off the event
+    loop). glibc keeps freed memory otherwise: projects' indexes that left, an encoder's arrays."""
     gc.collect()
     libc = _glibc()
     if libc is not None:

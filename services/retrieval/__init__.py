@@ -29,16 +29,17 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
                      results: SearchResults | None = None, query_terms: QueryTerms | None = None,
                      embedder: Embedder | None = None,
                      idle_after: float | None = None, max_open: int | None = None,
-                     on_release: Callable[[], None] | None = None) -> Retrieval:
+                     on_freed: Callable[[], None] | None = None) -> Retrieval:
     """The retrieval service over an open database and Chroma client (loads the encoder: blocking).
 
     ``embedding`` is the config string; ``configured`` says it was chosen rather than defaulted
     (``system:info`` tells which). ``results`` keeps search results and ``query_terms`` the terms
     of query runs (the composition root's caches; private ones if None). ``embedder``: the encoder
     already chosen, else chosen here. The default, e5, falls back to the Universal Sentence Encoder
-    where it cannot load; the index records the encoder actually used. ``idle_after`` (seconds),
-    ``max_open`` and ``on_release``: when projects' indexes leave memory (:meth:`Retrieval.release`);
-    by default they stay.
+    where it cannot load; the index records the encoder actually used. ``idle_after`` (seconds) and
+    ``max_open``: when projects' indexes leave memory (:meth:`Retrieval.release`); by default they
+    stay. ``on_freed`` runs when much memory was just freed: indexes released, or an index pass that
+    embedded many sentences (the encoder's working arrays).
     """
     from services.context.counting import CountCache
     from services.retrieval.embeddings import choose_embedding
@@ -61,7 +62,7 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     return Retrieval(store, indexer, vectors, terms, roots=roots, debounce=debounce, watch=watch,
                      embedder=embedder, results=results, query_terms=query_terms, idle_after=idle_after,
                      max_open=max_open,
-                     on_release=on_release)
+                     on_freed=on_freed)
 
 
 class Standalone:

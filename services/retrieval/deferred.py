@@ -157,7 +157,7 @@ def deferred_retrieval(database: Database, tokenizer: Tokenizer, *, embedding: s
                        open_client: Callable[[], Any], roots: Roots, debounce: float,
                        results: SearchResults | None = None, query_terms: QueryTerms | None = None,
                        idle_after: float | None = None,
-                       max_open: int | None = None, on_release: Callable[[], None] | None = None,
+                       max_open: int | None = None, on_freed: Callable[[], None] | None = None,
                        create: Callable[..., Retrieval] | None = None) -> DeferredRetrieval:
     """The server's retrieval over an open database: nothing loads until first needed.
 
@@ -174,7 +174,7 @@ def deferred_retrieval(database: Database, tokenizer: Tokenizer, *, embedding: s
     options = {"embedding": embedding, "configured": configured, "roots": roots,
                "debounce": debounce, "results": results, "query_terms": query_terms, "idle_after": idle_after,
                "max_open": max_open,
-               "on_release": on_release}
+               "on_freed": on_freed}
     return DeferredRetrieval(choice, embedder, client, partial(_build, create, database, tokenizer, options))
 
 

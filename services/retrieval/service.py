@@ -49,6 +49,9 @@ DENSE_SENTENCES = 400
 # the rest are placed by their ids.
 LABELLED_SENTENCES = 100
 DENSE_QUERY_CHARS = 600  # the encoder's cost grows with the text (~25 ms per 500 characters)
+# Index passes that embedded this many sentences freed the encoder's working arrays (megabytes),
+# which the allocator keeps unless asked to give them back; a keystroke's pass embeds one or two.
+FREED_AFTER = 32
 _PROGRESS_EVERY = 0.2  # seconds between progress reports of one pass
 # (snapshot version, lexical query, dense query, limit, mode, exclusion with its cursor settled)
 _SearchKey = tuple[int, str, str | DenseQuery, int, Mode, Exclusion | None]
@@ -66,6 +69,7 @@ class _Project:
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     used: float = field(default_factory=time.monotonic)  # when a request last needed it
     queued: int = 0  # passes waiting for the lock
+    embedded: int = 0  # sentences embedded since memory was last given back
     # Stops its watcher; its own, since watchfiles sets the event of a watch that is cancelled.
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -95,7 +99,7 @@ class Retrieval:
                  embedder: Embedder | None = None, results: SearchResults | None = None,
                  query_terms: QueryTerms | None = None, idle_after: float | None = None,
                  max_open: int | None = None,
-                 on_release: Callable[[], None] | None = None) -> None:
+                 on_freed: Callable[[], None] | None = None) -> None:
         self._store = store
         self.embedder = embedder
         self._indexer = indexer
@@ -122,10 +126,13 @@ class Retrieval:
         self._query_terms = query_terms if query_terms is not None else query_terms_cache()
         self._running: dict[tuple[str, Hashable], asyncio.Future[tuple[Hit, ...]]] = {}
         # Projects' indexes in memory are let go after ``idle_after`` seconds without a request that
-        # needs them, and beyond ``max_open`` (least recently used first); ``on_release`` runs after.
+        # needs them, and beyond ``max_open`` (least recently used first). ``on_freed`` (blocking, run
+        # off the loop) gives freed memory back: after a release, and after a pass that embedded at
+        # least FREED_AFTER sentences in total with no pass waiting, before that pass counts as done
+        # (so a settled index has given its encoder's memory back).
         self._idle_after = idle_after
         self._max_open = max_open
-        self._on_release = on_release
+        self._on_freed = on_freed
         self._sweeper: asyncio.Task[None] | None = None
 
     @property
@@ -252,7 +259,7 @@ class Retrieval:
             for project_id in [p.project_id for p in self._projects.values() if now - p.used >= idle_after]:
                 released = await self.release(project_id) or released
             if released:
-                self._released()
+                self._freed()
 
     async def _release_beyond(self, limit: int) -> None:
         released = False
@@ -261,11 +268,11 @@ class Retrieval:
                 break
             released = await self.release(project.project_id) or released
         if released:
-            self._released()
+            self._freed()
 
-    def _released(self) -> None:
-        if self._on_release is not None:
-            self._on_release()
+    def _freed(self) -> None:
+        if self._on_freed is not None:
+            self._spawn(asyncio.to_thread(self._on_freed))
 
     def _load_snapshot(self, project_id: str) -> Snapshot:
         if self._store.state(project_id) != self._indexer.state:
@@ -336,7 +343,18 @@ class Retrieval:
                 self._updated, project.project_id, project.snapshot, report.updates)
             self._results.drop(project.project_id)
             await asyncio.to_thread(self._vectors.delete, project.project_id, report.orphans)
+        await self._settle(project, report)
         return report
+
+    async def _settle(self, project: _Project, report: SyncReport) -> None:
+        """Give memory back once many sentences were embedded and no pass is waiting: the encoder's
+        arrays of a whole project's first index are freed by then."""
+        project.embedded += report.sentences + report.repaired
+        waiting = project.queued or project.pending is None or project.pending or project.wake.is_set()
+        if self._on_freed is None or project.embedded < FREED_AFTER or waiting:
+            return
+        project.embedded = 0
+        await asyncio.get_running_loop().run_in_executor(self._indexing, self._on_freed)
 
     def _reporter(self, project_id: str, only: set[str] | None) -> Callable[[int, int], None]:
         loop = asyncio.get_running_loop()

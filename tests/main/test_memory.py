@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import threading
 
 import pytest
 
@@ -24,25 +23,17 @@ def test_the_arena_cap_takes_on_glibc() -> None:
     assert memory.limit_arenas(memory.MAX_ARENAS) is True
 
 
+@pytest.mark.skipif(not _glibc(), reason="the mmap threshold is glibc's")
+def test_the_fixed_mmap_threshold_takes_on_glibc() -> None:
+    """On glibc mallopt accepts the fixed threshold (it returns 1), and the call can be repeated."""
+    assert memory.fix_mmap_threshold() is True
+    assert memory.fix_mmap_threshold(memory.MMAP_THRESHOLD) is True
+
+
 def test_without_glibc_both_calls_do_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where there is no glibc (macOS, Windows) the cap says it did not take and the trim only
     collects; neither raises."""
     monkeypatch.setattr(memory, "_glibc", lambda: None)
     assert memory.limit_arenas() is False
+    assert memory.fix_mmap_threshold() is False
     memory.collect_and_trim()
-
-
-def test_freed_memory_is_returned_on_a_thread_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    """return_freed_memory does not block its caller: the collection and trim run on a daemon
-    thread named strata-trim."""
-    ran = threading.Event()
-    names: list[str] = []
-
-    def collect_and_trim() -> None:
-        names.append(threading.current_thread().name)
-        ran.set()
-
-    monkeypatch.setattr(memory, "collect_and_trim", collect_and_trim)
-    memory.return_freed_memory()
-    assert ran.wait(10)
-    assert names == ["strata-trim"]

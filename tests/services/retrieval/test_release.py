@@ -6,6 +6,7 @@ with the same results; at most ``max_open`` projects stay open, the least recent
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 
 from services.retrieval import Standalone, build_retrieval
 from services.retrieval.search import Exclusion, Hit
-from services.retrieval.service import Retrieval
+from services.retrieval.service import FREED_AFTER, Retrieval
 from tests.support.scenarios import KEY_FACT, zh_chapter
 
 QUERY = "夜里他又想起了那把钥匙，它到底藏在哪里？"
@@ -132,3 +133,57 @@ async def test_a_project_busy_when_the_bound_is_passed_leaves_after_its_pass(ope
     await until_released(retrieval, "p1")
     assert list(retrieval._projects) == ["p2"]
     assert key(await search(retrieval, "p1")) == key(before)
+
+
+class Freed:
+    """An ``on_freed`` that records which thread ran it."""
+
+    def __init__(self) -> None:
+        self.threads: list[str] = []
+
+    def __call__(self) -> None:
+        self.threads.append(threading.current_thread().name)
+
+
+FREED = Freed()
+
+
+@pytest.fixture
+def freed() -> Freed:
+    FREED.threads.clear()
+    return FREED
+
+
+@pytest.mark.parametrize("opened", [{"on_freed": FREED}], indirect=True)
+async def test_a_pass_that_embedded_many_sentences_gives_memory_back_before_it_counts_as_done(
+        opened: Standalone, tmp_path: Path, freed: Freed) -> None:
+    """on_freed runs once on the index thread at the end of a pass that embedded FREED_AFTER or more
+    sentences, before the pass returns (a settled index has been trimmed); a one-sentence edit's pass
+    does not run it."""
+    retrieval = opened.retrieval
+    report = await retrieval.index_project("p1", write_project(tmp_path / "p1"))
+    assert report.sentences >= FREED_AFTER
+    assert len(freed.threads) == 1
+    assert freed.threads[0].startswith("strata-index")
+    root = tmp_path / "p1"
+    with (root / "第02章.md").open("a", encoding="utf-8") as file:
+        file.write("\n\n灯塔的门在半夜被风吹开了。\n")
+    report = await retrieval.index_project("p1")
+    assert 0 < report.sentences < FREED_AFTER
+    assert len(freed.threads) == 1
+
+
+@pytest.mark.parametrize("opened", [{"on_freed": FREED}], indirect=True)
+async def test_a_release_gives_memory_back_off_the_loop(opened: Standalone, tmp_path: Path,
+                                                        freed: Freed) -> None:
+    """Letting go of idle indexes runs on_freed once more, on a worker thread, not the event loop's."""
+    retrieval = opened.retrieval
+    await retrieval.index_project("p1", write_project(tmp_path / "p1"))
+    await retrieval.wait_idle("p1")
+    await retrieval._release_beyond(0)
+    for _ in range(500):
+        if len(freed.threads) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert len(freed.threads) == 2
+    assert freed.threads[1] != "MainThread"
