@@ -124,6 +124,9 @@ class Dispatcher:
     async def _run(self, call: Call, ctx: CallContext) -> str:
         method = self.registry.get(call.method)
         if method is None:
+            await self.registry.completed()  # right after the ready line, it may still be coming
+            method = self.registry.get(call.method)
+        if method is None:
             raise MethodNotFound()
         params = bind_params(method, call.params)
         result = await method.handler(params, ctx)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -35,10 +36,30 @@ class Method:
 
 
 class Registry:
-    """Holds every method; channel adapters add to it at start-up."""
+    """Holds every method; channel adapters add to it at start-up.
+
+    A server may start serving before every channel is registered (:meth:`expect_more`): a call to
+    a method not registered yet then waits for :meth:`complete` (:meth:`completed`) before it is
+    judged unknown.
+    """
 
     def __init__(self) -> None:
         self._methods: dict[str, Method] = {}
+        self._loaded: asyncio.Event | None = None  # set once complete; None: complete from the start
+
+    def expect_more(self) -> None:
+        """More methods are coming while the server already serves (call on the event loop)."""
+        self._loaded = asyncio.Event()
+
+    def complete(self) -> None:
+        """Every method is registered (or none more will be)."""
+        if self._loaded is not None:
+            self._loaded.set()
+
+    async def completed(self) -> None:
+        """Return once every method is registered."""
+        if self._loaded is not None and not self._loaded.is_set():
+            await self._loaded.wait()
 
     def method(
         self,

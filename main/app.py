@@ -1,4 +1,8 @@
-"""The composition root: builds every service and wires it into the server."""
+"""The composition root: builds every service and wires it into the server.
+
+What the ready line needs (the stores, the system channel, the socket) is built here; the other
+channels and their services (``main.wiring``) load right after it, on a worker thread.
+"""
 
 from __future__ import annotations
 
@@ -9,25 +13,12 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
 from ipc.auth import origin_patterns
-from ipc.channels.characters import register_characters
-from ipc.channels.chat import register_chat
-from ipc.channels.context import register_context
-from ipc.channels.gamemaster import register_game_master
-from ipc.channels.knowledge import register_knowledge
-from ipc.channels.memory import register_memory
-from ipc.channels.profiles import register_profiles
-from ipc.channels.projects import register_projects
-from ipc.channels.reading import register_reading
-from ipc.channels.reading_ask import register_reading_ask
-from ipc.channels.retrieval import register_retrieval
-from ipc.channels.segments import register_segments
 from ipc.channels.system import Limits, TokenizerDescription, register_system
-from ipc.channels.typed_memory import register_typed_memory
 from ipc.completions import ClientCompletions
 from ipc.dispatch import Dispatcher
 from ipc.registry import Registry
@@ -38,56 +29,19 @@ from main.lifecycle import StopSignal
 from main.lock import DataDirLock
 from main.memory import collect_and_trim, fix_mmap_threshold, limit_arenas
 from main.version import NAME, VERSION
-from services.assembly.profiles import BudgetProfiles
-from services.assembly.service import Collaborators, ContextService
 from services.caches import SourceCaches
-from services.characters.conversations import ConversationStore
-from services.characters.memories import MemoryIndex, TypedMemoryStore
-from services.characters.service import CharacterChat
-from services.chat.normalize import Normalizer
-from services.chat.service import ChatService, ChatSettings
-from services.chat.sessions import SessionLimits as ChatLimits
-from services.chat.sessions import SessionStore
-from services.chat.workspace import ProjectWorkspace
-from services.context.counting import CountCache
 from services.context.memo import ProjectMemos
-from services.knowledge import ConstraintService, KgService
 from services.lazy import Deferred
-from services.memory import EpisodicMemoryService, SemanticMemoryService
-from services.profiles.plans import BuiltInPlans
-from services.profiles.service import ProfileService
-from services.projects import DocumentStore, ProjectService
+from services.projects import DocumentStore
 from services.projects.documents import MAX_DOCUMENT_BYTES
 from services.projects.roots import CheckedDocumentStore
-from services.reading.ask import ReadingCompanion
-from services.reading.roll_up import RollUp
-from services.reading.service import ReadingService, edition_cache
-from services.reading.store import SummaryStore
 from services.retrieval.deferred import DeferredRetrieval, deferred_retrieval
-from services.retrieval.provider import RetrievalProvider
 from services.retrieval.vectors import close_vector_store, open_vector_store
-from services.segments import SegmentService
-from services.segments.assembler import GameMaster
-from services.segments.provider import SegmentsProvider
-from services.sources.providers import (
-    EpisodicMemoryProvider,
-    KnowledgeGraphProvider,
-    SemanticMemoryProvider,
-    UserConstraintsProvider,
-)
-from services.sources.records import shared
 from services.store import Database, open_database
-from services.summaries.seam import Summarizer
 from services.tokenizer import Tokenizer, resolve_tokenizer
 from services.tokenizer.registry import TokenizerRegistry
 
-if TYPE_CHECKING:
-    from services.retrieval.search import Hit
-
 _log = structlog.get_logger("main")
-
-# Past interactions ranked per assembly: the newest this many.
-EPISODES_CONSIDERED = 50
 
 Announce = Callable[[dict[str, Any]], None]
 
@@ -171,12 +125,22 @@ def transport_limits(config: Config) -> TransportLimits:
     )
 
 
-def build_registry(config: Config, services: Services, connections: Callable[[], int]) -> Registry:
-    """Every channel adapter, registered against its services."""
-    registry = Registry()
+@dataclass(frozen=True)
+class Basics:
+    """What the system channel shares with the others: the clients that answer completions, and
+    the projects' own tokenizers (system:info lists those that failed to load)."""
+
+    completions: ClientCompletions
+    tokenizers: TokenizerRegistry
+
+
+def register_basics(registry: Registry, config: Config, services: Services,
+                    connections: Callable[[], int]) -> Basics:
+    """The system channel (system:*, rpc.discover, $/cancelRequest): served from the ready line on."""
     info = services.tokenizer.info
-    completions = ClientCompletions(config.completion_timeout)
-    tokenizers = TokenizerRegistry(config.tokenizer_encoding)  # projects' own; system:info lists problems
+    # Projects' own tokenizers: system:info lists those that did not load.
+    basics = Basics(ClientCompletions(config.completion_timeout),
+                    TokenizerRegistry(config.tokenizer_encoding))
     register_system(
         registry,
         name=NAME,
@@ -185,111 +149,27 @@ def build_registry(config: Config, services: Services, connections: Callable[[],
         limits=Limits(max_frame_bytes=config.max_frame_bytes, max_in_flight=config.max_in_flight,
                       max_batch=config.max_batch, max_connections=config.max_connections),
         connections=connections,
-        completions=completions,
-        tokenizer_problems=tokenizers.problems,
+        completions=basics.completions,
+        tokenizer_problems=basics.tokenizers.problems,
         embedding=services.retrieval.describe_embedding,
     )
-    database, documents, retrieval = services.database, services.documents, services.retrieval
-    projects = ProjectService(database, on_open=retrieval.project_opened, policy=config.folder_policy())
-    constraints, kg = ConstraintService(database), KgService(database)
-    semantic, episodic = SemanticMemoryService(database), EpisodicMemoryService(database)
-    register_projects(registry, projects=projects, documents=documents)
-    register_knowledge(registry, constraints=constraints, kg=kg)
-    register_memory(registry, semantic=semantic, episodic=episodic)
-    register_retrieval(registry, retrieval)
-    segments = SegmentService(database)
-    register_segments(registry, segments)
-    profiles = BudgetProfiles(database)
-    # The assembly's plans: the built-in profiles and each project's own.
-    assembly_profiles = ProfileService(database, BuiltInPlans())
-    register_profiles(registry, assembly_profiles)
-    constraint_list = shared(constraints.list)
-    caches = services.caches
-    context = ContextService(Collaborators(
-        settings=projects.get_settings,
-        read_document=documents.read,
-        profiles=profiles.get,
-        providers=(
-            UserConstraintsProvider(constraint_list, kept=caches.gathered),
-            KnowledgeGraphProvider(constraint_list, kg.list, sheets=caches.entity_sheets,
-                                   kept=caches.gathered),
-            SemanticMemoryProvider(partial(semantic.list, confirmed_only=True), kept=caches.gathered),
-            EpisodicMemoryProvider(partial(episodic.list, limit=EPISODES_CONSIDERED),
-                                   texts=caches.episode_texts, kept=caches.gathered),
-            RetrievalProvider(retrieval, services.tokenizer.info.encoding, items=caches.retrieval_items),
-            SegmentsProvider(segments.active),
-        ),
-        tokenizers=tokenizers,
-        plans=assembly_profiles,
-    ), memos=services.memos, line_features=caches.line_features)
-    register_context(registry, context, profiles)
-    register_game_master(registry, GameMaster(context))
-    chat = ChatService(
-        store=SessionStore(ChatLimits(max_sessions=config.chat_max_sessions,
-                                      idle_seconds=config.chat_idle_minutes * 60,
-                                      max_summary_chars=config.chat_summary_chars)),
-        normalizer=Normalizer.builtin(),
-        plans=assembly_profiles,
-        # Its own, small: chat messages are not kept past their session any longer than need be.
-        counter=CountCache(services.tokenizer, max_entries=4096, max_chars=1_000_000),
-        summarizer=Summarizer(completions),
-        workspace=ProjectWorkspace(projects.get, projects.list, documents.heads),
-        settings=ChatSettings(summary_threshold=config.chat_summary_threshold,
-                              summary_chars=config.chat_summary_chars),
-    )
-    services.stoppers.append(chat.aclose)
-    register_chat(registry, chat)
-    register_character_chat(registry, config, services, context, kg, projects, assembly_profiles, completions)
-    reading = ReadingService(documents=partial(_document_ids, documents), read=documents.read,
-                             counter=context.counter, summaries=SummaryStore(database),
-                             page_tokens=partial(_reading_page_tokens, projects), editions=edition_cache())
-    register_reading(registry, reading, RollUp(reading, completions,
-                                               available=lambda: bool(completions.connection_ids),
-                                               progress=partial(_publish_progress, retrieval)))
-    register_reading_ask(registry, ReadingCompanion(
-        edition=reading.edition, summaries=SummaryStore(database).all, assembler=context,
-        search=partial(_search_passages, services.retrieval)))
-    return registry
+    return basics
 
 
-async def _search_passages(retrieval: DeferredRetrieval, project_id: str, query: str,
-                           limit: int) -> list[Hit]:
-    return await retrieval.search(project_id, query, limit=limit)
+async def load_methods(registry: Registry, config: Config, services: Services, basics: Basics) -> None:
+    """Import the other channels and their services on a worker thread (the event loop answers
+    meanwhile), then register them; calls to them wait until then (:meth:`Registry.completed`)."""
+    try:
+        register = await asyncio.to_thread(_import_wiring)
+        register(registry, config, services, basics)
+    finally:
+        registry.complete()
 
 
-async def _reading_page_tokens(projects: ProjectService, project_id: str) -> int:
-    return (await projects.get_settings(project_id)).reading_page_tokens
+def _import_wiring() -> Callable[[Registry, Config, Services, Basics], None]:
+    from main.wiring import register_services
 
-
-def _publish_progress(retrieval: DeferredRetrieval, params: dict[str, Any]) -> None:
-    """Reading's $/progress goes where indexing's goes (set by serve): to the connections subscribed
-    to the ``progress`` topic."""
-    if retrieval.progress is not None:
-        retrieval.progress(params)
-
-
-async def _document_ids(documents: DocumentStore, project_id: str) -> list[str]:
-    return [d.document_id for d in (await documents.list(project_id)).documents]
-
-
-def register_character_chat(registry: Registry, config: Config, services: Services, context: ContextService,
-                            kg: KgService, projects: ProjectService, plans: ProfileService,
-                            completions: ClientCompletions) -> None:
-    """Character conversations and their typed memories (seed 003)."""
-    conversations = ConversationStore(services.database)
-    index = MemoryIndex(services.vectors, services.retrieval.embedding)
-    memories = TypedMemoryStore(services.database, index)
-
-    async def language(project_id: str) -> str:
-        return (await projects.get_settings(project_id)).language
-
-    characters = CharacterChat(conversations=conversations, memories=memories, entities=kg.list,
-                               language=language, context=context, plans=plans,
-                               summarizer=Summarizer(completions), completer=completions,
-                               wait=config.completion_timeout + 5)
-    services.stoppers.append(characters.aclose)
-    register_characters(registry, characters)
-    register_typed_memory(registry, memories, kg.list, conversations.pair)
+    return register_services
 
 
 def ready_message(config: Config, port: int) -> dict[str, Any]:
@@ -310,7 +190,9 @@ async def serve(config: Config, announce: Announce) -> None:
     services = await asyncio.to_thread(open_services, config)
     try:
         holder: list[WebSocketServer] = []
-        registry = build_registry(config, services, lambda: holder[0].connection_count)
+        registry = Registry()
+        basics = register_basics(registry, config, services, lambda: holder[0].connection_count)
+        registry.expect_more()
         server = WebSocketServer(
             Dispatcher(registry, trace=config.log_level == "debug"),
             token=config.token,
@@ -322,12 +204,13 @@ async def serve(config: Config, announce: Announce) -> None:
         holder.append(server)
         services.retrieval.progress = partial(server.publish, "progress", "$/progress")
         port = await server.start(config.host, config.port)
+        _log.info("main.ready", port=port, debug=config.debug, tokenizer=services.tokenizer.info.source)
+        announce(ready_message(config, port))
+        await load_methods(registry, config, services, basics)
         # Everything made so far (imports, stores, the registry) lives as long as the process: keep
         # it out of the collector's full passes, which otherwise stall a request for 50-80 ms.
         gc.freeze()
-        _log.info("main.ready", port=port, debug=config.debug, methods=len(registry),
-                  tokenizer=services.tokenizer.info.source)
-        announce(ready_message(config, port))
+        _log.info("main.loaded", methods=len(registry))
         reason = await stop.wait()
         _log.info("main.stopping", reason=reason)
         await server.shutdown(config.shutdown_grace)

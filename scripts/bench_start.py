@@ -9,7 +9,9 @@ What it measures (docs/performance.md, "Start and footprint"):
 * **Start**: ``--runs`` times, a fresh data dir each, the time from just before spawning
   ``python -m main serve --port 0`` (as the desktop shell does, ``tests/support/process.py``) until its
   ready line has been read; median and max. The server's RSS right after the ready line (``at ready``)
-  and once a client has asked ``system:info`` (``idle``: the encoder is chosen, no project is open).
+  and once a client has asked ``system:info`` and ``project:list`` (``idle``: the encoder is chosen and
+  every channel has loaded, no project is open); ``loaded``: spawn to the moment ``project:list``
+  answered (the server loads its channels other than the system one after the ready line).
 * **Footprint**: one server with the default configuration (the e5 encoder) and
   ``--index-idle-minutes`` set to ``--idle-seconds``. A five-chapter project is opened, written,
   indexed until settled and assembled once (``one project``); then ``--projects`` - 1 more the same way
@@ -77,19 +79,24 @@ def spawn(data_dir: Path, repo: Path, *args: str) -> tuple[process.ServerProcess
     return server, time.perf_counter() - started
 
 
-async def _info(server: process.ServerProcess) -> None:
+async def _info(server: process.ServerProcess) -> float:
+    """Ask system:info, then project:list (which answers once every channel has loaded: the server
+    loads them after its ready line); the seconds from the first call to that answer."""
     async with connected(server.url, server.token) as rpc:
+        started = time.perf_counter()
         await rpc.call("system:info", {})
+        await rpc.call("project:list", {})
+        return time.perf_counter() - started
 
 
 def start_runs(runs: int, repo: Path, env_args: list[str]) -> dict[str, Any]:
-    times, at_ready, idle = [], [], []
+    times, at_ready, idle, loaded = [], [], [], []
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="strata-start-") as tmp:
             server, seconds = spawn(Path(tmp) / "data", repo, *env_args)
             try:
                 at_ready.append(rss_mib(server.process.pid))
-                asyncio.run(_info(server))
+                loaded.append(seconds + asyncio.run(_info(server)))
                 idle.append(rss_mib(server.process.pid))
             finally:
                 server.terminate()
@@ -97,6 +104,7 @@ def start_runs(runs: int, repo: Path, env_args: list[str]) -> dict[str, Any]:
             times.append(seconds)
     return {"runs": runs, "ready_s": [round(t, 3) for t in times],
             "ready_median_s": round(statistics.median(times), 3), "ready_max_s": round(max(times), 3),
+            "loaded_median_s": round(statistics.median(loaded), 3),
             "rss_at_ready_mib": round(statistics.median(at_ready), 1),
             "rss_idle_mib": round(statistics.median(idle), 1)}
 
@@ -188,7 +196,8 @@ def main() -> None:
     start = report["start"]
     print(f"spawn to ready line, {start['runs']} runs: median {start['ready_median_s']:.3f} s, "
           f"max {start['ready_max_s']:.3f} s  ({', '.join(f'{t:.2f}' for t in start['ready_s'])})")
-    print(f"RSS at ready {start['rss_at_ready_mib']:.0f} MiB, idle (after system:info) "
+    print(f"every channel loaded (project:list answered): median {start['loaded_median_s']:.3f} s")
+    print(f"RSS at ready {start['rss_at_ready_mib']:.0f} MiB, idle (after system:info and project:list) "
           f"{start['rss_idle_mib']:.0f} MiB")
     for key, value in report.get("footprint", {}).items():
         print(f"{key:32s} {value}")

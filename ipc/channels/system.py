@@ -130,7 +130,8 @@ def register_system(
     @registry.method("rpc.discover", params=NoParams, result=OpenRpcDocument,
                      summary="The OpenRPC document of every method this server serves.")
     async def discover(params: NoParams, ctx: CallContext) -> OpenRpcDocument:
-        if not discovered:  # the registry is complete once the server serves
+        await registry.completed()  # every channel, not only those registered by the ready line
+        if not discovered:
             discovered.append(OpenRpcDocument(openrpc_document(registry, title=name, version=version)))
         return discovered[0]
 

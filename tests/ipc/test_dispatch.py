@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -142,3 +143,31 @@ async def test_the_bare_base_is_internal() -> None:
     assert event["error_id"] == error["data"]["errorId"]
     assert event["exc_type"] == "StrataError"
     assert "林远" not in json.dumps(event, ensure_ascii=False)
+
+
+async def test_a_call_to_a_method_still_being_registered_waits_for_it() -> None:
+    """While the registry expects more methods, a call to one not registered yet waits until the
+    registry is complete and then runs (or is refused as unknown); a registered one runs at once."""
+    registry = Registry()
+
+    @registry.method("test:first", params=NoParams, result=Ack, summary="here from the start")
+    async def first(params: NoParams, ctx: CallContext) -> Ack:
+        return Ack(ok=True)
+
+    registry.expect_more()
+    dispatcher = Dispatcher(registry)
+    later = asyncio.ensure_future(dispatcher.dispatch(Call("test:later", None, 1), CTX))
+    unknown = asyncio.ensure_future(dispatcher.dispatch(Call("test:never", None, 2), CTX))
+    now = await dispatcher.dispatch(Call("test:first", None, 3), CTX)
+    assert json.loads(now or "")["result"] == {"ok": True}
+    await asyncio.sleep(0.05)
+    assert not later.done()
+    assert not unknown.done()
+
+    @registry.method("test:later", params=NoParams, result=Ack, summary="registered after the start")
+    async def late(params: NoParams, ctx: CallContext) -> Ack:
+        return Ack(ok=True)
+
+    registry.complete()
+    assert json.loads(await later or "")["result"] == {"ok": True}
+    assert json.loads(await unknown or "")["error"]["code"] == -32601

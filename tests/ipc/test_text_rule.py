@@ -1,6 +1,6 @@
 """Text is text everywhere: one rule for lone surrogates, in every text field of every method.
 
-The real app's registry (``main.app.build_registry`` over real services) behind a Dispatcher,
+The real app's registry (``main.wiring.build_registry`` over real services) behind a Dispatcher,
 driven from a loop of its own so that hypothesis drives plain functions. Every method is read
 from its params' JSON schema: each place a string may go (fields, list items, dict values and
 dict keys, ``Any`` values) is a text field. A lone surrogate in any of them is ``INVALID_PARAMS``
@@ -28,8 +28,9 @@ from ipc.dispatch import Dispatcher
 from ipc.errors import all_error_classes
 from ipc.protocol import Call
 from ipc.registry import Method
-from main.app import Services, build_registry, open_services
+from main.app import Services, open_services
 from main.config import Config
+from main.wiring import build_registry
 from tests.support.projects import make_folder
 
 T = TypeVar("T")

@@ -146,3 +146,30 @@ async def test_an_assembly_made_while_the_vector_store_loads_waits_and_keeps_its
         assert after["warnings"] == []
         assert after["prompt"] == before["prompt"]
         assert after["layers"]["retrieved"]["chunks"] == before["layers"]["retrieved"]["chunks"]
+
+
+async def test_the_ready_line_comes_before_the_other_channels_load_and_their_calls_wait_for_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The channels other than the system one load after the ready line (their import held at a
+    gate here): system:info answers meanwhile; project:open and rpc.discover wait, then answer (the
+    document lists every method); a method nobody serves is refused as unknown only once they have
+    loaded."""
+    gate = Gate()
+    monkeypatch.setattr(app, "_import_wiring", gate.wrap(app._import_wiring))
+    async with serving_here(tmp_path / "data", monkeypatch) as ready, \
+            connected(ready["url"], ready["token"]) as rpc:
+        await gate.wait_entered()
+        assert (await rpc.call("system:info", {}))["name"] == "strata"
+        opening = asyncio.ensure_future(Project.open(rpc, tmp_path / "novel"))
+        discover = asyncio.ensure_future(rpc.call("rpc.discover", {}))
+        unknown = asyncio.ensure_future(rpc.request("no:such:method", {}))
+        await asyncio.sleep(0.2)
+        assert not opening.done()
+        assert not discover.done()
+        assert not unknown.done()
+        gate.release()
+        project = await opening
+        assert project.project_id
+        names = {m["name"] for m in (await discover)["methods"]}
+        assert {"system:info", "project:open", "context:assemble", "chat:submit"} <= names
+        assert (await unknown)["error"]["code"] == -32601

@@ -1,4 +1,4 @@
-"""The real registry (main.app.build_registry) behind a Dispatcher, and a folder opened as a project."""
+"""The real registry (main.wiring.build_registry) behind a Dispatcher, and a folder opened as a project."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from ipc.context import CallContext, Peer
 from ipc.dispatch import Dispatcher
 from ipc.protocol import Call
 from ipc.registry import Registry
-from main.app import Services, build_registry, open_services
+from main.app import Services, open_services
 from main.config import Config
+from main.wiring import build_registry
 from tests.support.projects import make_folder
 
 CTX = CallContext(peer=Peer(connection_id="channel-test"))

@@ -1,5 +1,5 @@
 """Shared by the character chat's service and channel tests: a :class:`CharacterChat` wired as
-``main.app.register_character_chat`` wires it, on a real database and Chroma with the words encoder,
+``main.wiring.register_character_chat`` wires it, on a real database and Chroma with the words encoder,
 a context service with no providers but the conversation's own, and a scripted completer."""
 
 from __future__ import annotations
