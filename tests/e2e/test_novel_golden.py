@@ -43,7 +43,7 @@ from tests.support.golden_corpus import (
     seed_corpus,
     unmet_expectations,
 )
-from tests.support.golden_diff import first_difference
+from tests.support.golden_diff import KEY_TOLERANCE, align_ties, first_difference
 from tests.support.process import ServerProcess, start_server
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden" / "novel"
@@ -122,7 +122,8 @@ async def test_novel_assembly_is_unchanged(case: Case, clients: tuple[RpcClient,
             if name not in actual:
                 differences.append(f"{kind}.{name}: missing from the result")
                 continue
-            found = first_difference(golden[kind][name], actual[name], f"{kind}.{name}")
+            got = align_ties(golden[kind][name], actual[name]) if name == "candidates" else actual[name]
+            found = first_difference(golden[kind][name], got, f"{kind}.{name}")
             if found is not None:
                 differences.append(found)
     if differences:
@@ -130,3 +131,37 @@ async def test_novel_assembly_is_unchanged(case: Case, clients: tuple[RpcClient,
         pytest.fail(f"case {case.name} ({case.summary}) differs from tests/golden/novel/{case.name}.json "
                     f"in {len(differences)} field(s): {where}\nfirst difference:\n{differences[0]}",
                     pytrace=False)
+
+
+def test_a_candidate_key_may_move_in_its_last_decimal_and_nothing_else_may() -> None:
+    """first_difference lets a candidate's float ``key`` differ by up to KEY_TOLERANCE (float32
+    scores round differently on CPUs with other vector instructions), but not by more, not an
+    integer key, and no other float field at all."""
+    golden = {"candidates": [{"id": "a", "key": 0.641792, "tokens": 3, "ratio": 0.5}]}
+
+    def now(**changed: Any) -> dict[str, Any]:
+        return {"candidates": [{**golden["candidates"][0], **changed}]}
+
+    assert first_difference(golden, now(key=0.641791)) is None
+    assert first_difference(golden, now(key=0.641792 + KEY_TOLERANCE / 2)) is None
+    assert first_difference(golden, now(key=0.64178)) is not None
+    assert first_difference(golden, now(key=1)) is not None
+    assert first_difference(golden, now(ratio=0.500001)) is not None
+    assert first_difference({"key": 0.5}, {"key": 0.500001}, "") is not None  # not a candidate's key
+
+
+def test_candidates_tied_within_the_tolerance_may_come_in_either_order_but_nothing_else_moves() -> None:
+    """align_ties puts candidates whose keys equal the golden one's within KEY_TOLERANCE in the
+    golden order; a candidate with a different key, or a different fate, still makes a difference."""
+    golden = [{"id": "a", "key": 0.9, "fate": "included"},
+              {"id": "copy", "key": 0.661007, "fate": "dropped"},
+              {"id": "original", "key": 0.661007, "fate": "dropped"},
+              {"id": "z", "key": 0.5, "fate": "dropped"}]
+    swapped = [golden[0], {**golden[2], "key": 0.661008}, golden[1], golden[3]]
+    assert first_difference(golden, align_ties(golden, swapped)) is None
+    apart = [golden[0], {**golden[2], "key": 0.7}, golden[1], golden[3]]
+    assert first_difference(golden, align_ties(golden, apart)) is not None
+    other_fate = [golden[0], {**golden[2], "fate": "included"}, golden[1], golden[3]]
+    assert first_difference(golden, align_ties(golden, other_fate)) is not None
+    out_of_run = [golden[0], golden[1], golden[3], golden[2]]
+    assert first_difference(golden, align_ties(golden, out_of_run)) is not None
