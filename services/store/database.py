@@ -56,6 +56,9 @@ MIGRATIONS: dict[int, Callable[[Engine], None]] = {1: _create_tables, 2: _create
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
+BUSY_TIMEOUT_MS = 30_000
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     # WAL keeps every committed write across a crash of the process and lets
@@ -63,7 +66,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=5000")
+    # The server's own threads are the only writers, but SQLite's busy handler is not fair: a writer
+    # backing off can lose the lock to others many times in a row on a loaded machine.
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.close()
 
 

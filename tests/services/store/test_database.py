@@ -60,7 +60,7 @@ def test_sqlite_runs_in_wal_mode_with_safe_pragmas(db_path: Path) -> None:
             "synchronous": _pragma(db, "synchronous"),
             "foreign_keys": _pragma(db, "foreign_keys"),
             "busy_timeout": _pragma(db, "busy_timeout"),
-        } == {"journal_mode": "wal", "synchronous": 1, "foreign_keys": 1, "busy_timeout": 5000}
+        } == {"journal_mode": "wal", "synchronous": 1, "foreign_keys": 1, "busy_timeout": 30000}
     finally:
         db.close()
 
