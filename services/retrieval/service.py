@@ -350,8 +350,7 @@ class Retrieval:
         """Give memory back once many sentences were embedded and no pass is waiting: the encoder's
         arrays of a whole project's first index are freed by then."""
         project.embedded += report.sentences + report.repaired
-        waiting = project.queued or project.pending is None or project.pending or project.wake.is_set()
-        if self._on_freed is None or project.embedded < FREED_AFTER or waiting:
+        if self._on_freed is None or project.embedded < FREED_AFTER or _waiting(project):
             return
         project.embedded = 0
         await asyncio.get_running_loop().run_in_executor(self._indexing, self._on_freed)
@@ -558,5 +557,9 @@ class Retrieval:
 
 
 def _busy(project: _Project) -> bool:
-    return (project.wake.is_set() or project.lock.locked() or project.queued > 0 or project.pending is None
-            or bool(project.pending))
+    return project.lock.locked() or _waiting(project)
+
+
+def _waiting(project: _Project) -> bool:
+    """A pass waits for the lock, or changes wait for a pass."""
+    return project.wake.is_set() or project.queued > 0 or project.pending is None or bool(project.pending)
