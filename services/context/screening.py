@@ -74,7 +74,7 @@ def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo)
     result = Screened(items=[])
     # The window is new at every assembly: its text would only push the records' out of the memo.
     window_text = norm((window.before + window.after) if window else "")
-    seen: set[str] = set()
+    seen = _Seen()
     invalid = 0
     for item in items:
         part = _valid(item, parts)
@@ -92,21 +92,30 @@ def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo)
     return result
 
 
+@dataclass(slots=True)
+class _Seen:
+    """The ids and the whitespace-free texts of the items kept so far. Two sets, so that a kept
+    text is looked up as the memo's own string, whose hash Python keeps."""
+
+    ids: set[str] = field(default_factory=set)
+    texts: set[str] = field(default_factory=set)
+
+
 def _reason_to_skip(item: Item, part: PartPlan, window: Window | None, window_text: str,
-                    seen: set[str], memo: Memo) -> str | None:
+                    seen: _Seen, memo: Memo) -> str | None:
     """Why ``item`` is skipped (None: kept, and remembered in ``seen``)."""
-    if item.id in seen:
+    if item.id in seen.ids:
         return "duplicate"
     if part.dedupe == "id":
-        seen.add(item.id)
+        seen.ids.add(item.id)
         return None
     norm = memo.norm(item.text)
-    if "text:" + norm in seen:
+    if norm in seen.texts:
         return "duplicate"
     if part.dedupe == "window" and (_overlaps(item.span, window) or (norm and norm in window_text)):
         return "duplicate"
-    seen.add(item.id)
-    seen.add("text:" + norm)
+    seen.ids.add(item.id)
+    seen.texts.add(norm)
     return None
 
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar, cast
 
 from services.caches import Gathered
 from services.concurrency.offload import off_loop
 from services.context.models import Item
+
+T = TypeVar("T")
 
 
 async def gathered(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object],
@@ -32,13 +35,8 @@ async def gathered(cache: Gathered, project_id: str, key: Hashable, records: Seq
 def kept_items(cache: Gathered, project_id: str, key: Hashable,
                records: Sequence[object]) -> list[Item] | None:
     """The items kept under ``key`` for these very ``records``, or None."""
-    found = cache.get(project_id, key)
-    if found is None:
-        return None
-    kept_records, items, _ = found
-    if len(kept_records) != len(records) or not all(map(operator.is_, kept_records, records)):
-        return None
-    return list(items)
+    found = _kept(cache, project_id, key, records)
+    return None if found is None else list(found)
 
 
 def keep_items(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object],
@@ -47,3 +45,27 @@ def keep_items(cache: Gathered, project_id: str, key: Hashable, records: Sequenc
     key holds beyond the items (features of the text around the cursor), for the cache's bound."""
     cache.put(project_id, key, (tuple(records), tuple(items), len(items) + weight + 1))
     return list(items)
+
+
+def kept_value(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object],
+               make: Callable[[], T], weight: int) -> T:
+    """The value kept under ``key`` for these very ``records``, else ``make()``, kept for next
+    time: what a provider derives from its records alone, whatever the cursor. ``weight`` is its
+    size for the cache's bound."""
+    found = _kept(cache, project_id, key, records)
+    if found is not None:
+        return cast(T, found[0])
+    value = make()
+    cache.put(project_id, key, (tuple(records), (value,), weight + 1))
+    return value
+
+
+def _kept(cache: Gathered, project_id: str, key: Hashable,
+          records: Sequence[object]) -> tuple[Any, ...] | None:
+    found = cache.get(project_id, key)
+    if found is None:
+        return None
+    kept_records, kept, _ = found
+    if len(kept_records) != len(records) or not all(map(operator.is_, kept_records, records)):
+        return None
+    return kept

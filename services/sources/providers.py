@@ -12,8 +12,10 @@ loop itself, where they take less time than the hop to a thread and back
 (:func:`services.concurrency.offload.off_loop`).
 What depends on a record alone (its rendered text and its features) is kept
 by content in a bounded per-project cache (:mod:`services.caches`) that the
-composition root hands in, so an assembly recomputes only what depends on the
-cursor: each record's similarity to the text around it. The items themselves
+composition root hands in, and the entity sheets' and past interactions' items
+are kept per records version with their keys still to come
+(:mod:`services.sources.ranked`), so an assembly recomputes only what depends on
+the cursor: each record's similarity to the text around it. The items themselves
 are kept too (:mod:`services.sources.kept`), and an assembly with the same
 records and cursor features (a neighbouring keystroke, mostly) makes none. A
 provider built without these caches gets private ones of its own.
@@ -36,9 +38,10 @@ from services.caches import (
 )
 from services.context.models import Item
 from services.sources.base import GatherContext
-from services.sources.kept import gathered
+from services.sources.kept import gathered, kept_value
+from services.sources.ranked import Ranked
 from services.sources.records import ConstraintLike, EntityLike, EpisodeLike, Fetch, SemanticRuleLike
-from services.sources.relevance import features, similarity
+from services.sources.relevance import features
 
 ENTITY_KINDS = {
     "zh": {"character": "角色", "location": "地点", "object": "物品", "group": "组织", "concept": "概念"},
@@ -109,17 +112,22 @@ class KnowledgeGraphProvider:
             items = [_constraint_item(r, ctx, at_constraints) for r in constraints if r.source == "kg"]
         if not at_entities or not entities:
             return items
-        near = ctx.near_cursor
-        return items + [self._entity(e, ctx, near, at_entities) for e in entities]
+        ranked = kept_value(self.kept, ctx.project_id, ("kg.ranked", ctx.language, at_entities, ctx.counter),
+                            entities, partial(self._ranked, entities, ctx, at_entities), weight=len(entities))
+        return items + ranked.items(ctx.near_cursor)
 
-    def _entity(self, entity: EntityLike, ctx: GatherContext, near: frozenset[str],
-                where: tuple[str, str]) -> Item:
+    def _ranked(self, entities: Sequence[EntityLike], ctx: GatherContext, where: tuple[str, str]) -> Ranked:
+        sheets = [self._sheet(e, ctx) for e in entities]
+        return Ranked.of([
+            Item(id=f"entity:{e.id}", layer=where[0], section=where[1], source=f"kg:{e.kind}", text=text,
+                 tokens=ctx.counter.count(text), key=0.0, key_name="relevance", project_id=e.project_id,
+                 origin="kg", names=(e.name, *e.aliases))
+            for e, (text, _) in zip(entities, sheets, strict=True)
+        ], [own for _, own in sheets])
+
+    def _sheet(self, entity: EntityLike, ctx: GatherContext) -> Rendered:
         key = (ctx.language, entity.kind, entity.name, tuple(entity.aliases), entity.description)
-        text, own = self.sheets.get_or_make(entity.project_id, key, lambda: _entity_sheet(*key))
-        return Item(id=f"entity:{entity.id}", layer=where[0], section=where[1],
-                    source=f"kg:{entity.kind}", text=text, tokens=ctx.counter.count(text),
-                    key=round(similarity(own, near), 6), key_name="relevance",
-                    project_id=entity.project_id, origin="kg", names=(entity.name, *entity.aliases))
+        return self.sheets.get_or_make(entity.project_id, key, lambda: _entity_sheet(*key))
 
 
 def _entity_sheet(language: str, kind: str, name: str, aliases: tuple[str, ...],
@@ -193,19 +201,24 @@ class EpisodicMemoryProvider:
 
     def _items(self, records: Sequence[EpisodeLike], ctx: GatherContext,
                where: tuple[str, str]) -> list[Item]:
-        episodes = sorted(records, key=lambda e: e.created_at, reverse=True)
+        ranked = kept_value(self.kept, ctx.project_id, ("episodic.ranked", ctx.language, where, ctx.counter),
+                            records, partial(self._ranked, records, ctx, where), weight=len(records))
         # A space never joins a bigram, so this is features() of the two texts joined.
-        near = ctx.near_cursor | features(ctx.additional_input)
-        return [self._item(e, rank, near, ctx, where) for rank, e in enumerate(episodes)]
+        return ranked.items(ctx.near_cursor | features(ctx.additional_input))
 
-    def _item(self, episode: EpisodeLike, rank: int, near: frozenset[str], ctx: GatherContext,
-              where: tuple[str, str]) -> Item:
+    def _ranked(self, records: Sequence[EpisodeLike], ctx: GatherContext, where: tuple[str, str]) -> Ranked:
+        episodes = sorted(records, key=lambda e: e.created_at, reverse=True)
+        texts = [self._text(e, ctx) for e in episodes]
+        return Ranked.of([
+            Item(id=f"episode:{e.id}", layer=where[0], section=where[1], source="episodic", text=text,
+                 tokens=ctx.counter.count(text), key=0.0, key_name="score", project_id=e.project_id)
+            for e, (text, _) in zip(episodes, texts, strict=True)
+        ], [own for _, own in texts], weight=0.7, base=[0.3 * math.pow(_RECENCY_DECAY, rank)
+                                                       for rank in range(len(episodes))])
+
+    def _text(self, episode: EpisodeLike, ctx: GatherContext) -> Rendered:
         key = (ctx.language, episode.instruction, episode.output)
-        text, own = self.texts.get_or_make(episode.project_id, key, lambda: _episode_text(*key))
-        score = 0.7 * similarity(own, near) + 0.3 * math.pow(_RECENCY_DECAY, rank)
-        return Item(id=f"episode:{episode.id}", layer=where[0], section=where[1],
-                    source="episodic", text=text, tokens=ctx.counter.count(text), key=round(score, 6),
-                    key_name="score", project_id=episode.project_id)
+        return self.texts.get_or_make(episode.project_id, key, lambda: _episode_text(*key))
 
 
 def _episode_text(language: str, instruction: str, output: str) -> tuple[str, frozenset[str]]:

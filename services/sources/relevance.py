@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]{2,}")
@@ -57,3 +57,46 @@ def similarity(a: AbstractSet[str], b: AbstractSet[str]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / len(a)
+
+
+class Overlaps:
+    """:func:`similarity` of many fixed feature sets to one changing set, as bit counts.
+
+    Each fixed set (a record's features) becomes the bits of its features in one vocabulary, once;
+    the changing set (the features around the cursor) is looked up in that vocabulary once per
+    assembly, and each record's share is then one AND and one bit count instead of a set
+    intersection. The counts are the same integers, so the shares are the same floats.
+    """
+
+    __slots__ = ("_bits", "_masks", "_sizes")
+
+    def __init__(self, owns: Sequence[AbstractSet[str]]) -> None:
+        index: dict[str, int] = {}
+        positions = [[index.setdefault(f, len(index)) for f in own] for own in owns]
+        self._bits = index
+        self._masks = [_mask(found, len(index)) for found in positions]
+        self._sizes = [len(own) for own in owns]
+
+    def __len__(self) -> int:
+        return len(self._masks)
+
+    def vocabulary(self) -> int:
+        """How many distinct features the fixed sets hold (the bits of each mask)."""
+        return len(self._bits)
+
+    def shares(self, near: AbstractSet[str]) -> list[float]:
+        """``similarity(own, near)`` for each fixed set ``own``, in order."""
+        if not near:
+            return [0.0] * len(self._masks)
+        bits = self._bits
+        wanted = _mask([p for p in map(bits.get, near) if p is not None], len(bits))
+        return [(mask & wanted).bit_count() / size if size else 0.0
+                for mask, size in zip(self._masks, self._sizes, strict=True)]
+
+
+def _mask(positions: Sequence[int], width: int) -> int:
+    """The integer whose bits at ``positions`` (of ``width``) are set."""
+    found = bytearray((width + 7) // 8)
+    for p in positions:
+        found[p >> 3] |= 1 << (p & 7)
+    return int.from_bytes(found, "little")

@@ -64,7 +64,8 @@ async def test_each_record_provider_gives_kept_items_to_the_same_assembly() -> N
         first, second = await provider.gather(_ctx()), await provider.gather(_ctx())
         assert first
         assert all(a is b for a, b in zip(first, second, strict=True))
-    assert caches.gathered.entries("p1") == 4
+    # One entry of items per provider, and what the two relevance-ranked ones keep of their records.
+    assert caches.gathered.entries("p1") == 4 + 2
     constraints[0] = replace(constraints[0], text="严格第三人称叙述")
     written = await providers[0].gather(_ctx())
     assert [i.text for i in written] == ["严格第三人称叙述"]
@@ -85,6 +86,25 @@ async def test_relevance_ranked_items_follow_the_cursor_features() -> None:
     assert (await episodic.gather(near))[0].key > (await episodic.gather(elsewhere))[0].key
     instructed = await episodic.gather(replace(elsewhere, additional_input="写海风"))
     assert instructed[0].key > (await episodic.gather(elsewhere))[0].key
+
+
+async def test_new_cursor_features_rescore_the_records_without_making_them_again() -> None:
+    """An assembly with cursor features not seen before gets new items (new keys) for the same
+    records, but the records' texts, counts and features are made once per records version: the
+    entity sheet is rendered once however many feature sets come, and again after a write."""
+    caches = SourceCaches()
+    entities = [Entity(7, "林远", "灯塔看守人。")]
+    kg = KnowledgeGraphProvider(_fixed([]), _fixed(entities), kept=caches.gathered,
+                                sheets=caches.entity_sheets)
+    ctx = _ctx()
+    keys = [(await kg.gather(replace(ctx, cursor_features=frozenset(near))))[0].key
+            for near in ({"林远"}, {"灯塔", "天空"}, {"看守", "灯塔", "林远"}, set())]
+    assert keys == [0.2, 0.2, 0.6, 0.0]  # of the sheet's 5 features: 林远 灯塔 塔看 看守 守人
+    assert caches.entity_sheets.entries("p1") == 1
+    entities[0] = replace(entities[0], description="灯塔看守人，沉默。")
+    [written] = await kg.gather(replace(ctx, cursor_features=frozenset({"林远"})))
+    assert written.text.endswith("灯塔看守人，沉默。")
+    assert caches.entity_sheets.entries("p1") == 2
 
 
 async def test_another_tokenizer_is_another_entry() -> None:

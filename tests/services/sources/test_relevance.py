@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.sources.relevance import features, features_by_line, similarity
+from services.sources.relevance import Overlaps, features, features_by_line, similarity
 
 
 def test_english_words_are_lower_cased_and_single_letters_dropped() -> None:
@@ -121,3 +121,19 @@ def test_features_match_the_definition_next_to_every_code_point() -> None:
     for start in range(0, len(points), 50):
         text = "".join(points[start:start + 50])
         assert features(text) == _reference_features(text)
+
+
+_FEATURE = st.text(alphabet="林远灯塔看守人海风abc", min_size=1, max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(owns=st.lists(st.frozensets(_FEATURE, max_size=12), max_size=8),
+       nears=st.lists(st.frozensets(_FEATURE, max_size=20), min_size=1, max_size=4))
+def test_overlaps_give_similarity_exactly(owns: list[frozenset[str]], nears: list[frozenset[str]]) -> None:
+    """Overlaps.shares(near) is [similarity(own, near) for own in owns], float for float, for any
+    fixed sets (empty ones included) and any number of changing sets asked in turn."""
+    overlaps = Overlaps(owns)
+    assert len(overlaps) == len(owns)
+    assert overlaps.vocabulary() == len(frozenset().union(*owns))
+    for near in nears:
+        assert overlaps.shares(near) == [similarity(own, near) for own in owns]
