@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from services.caches import Gathered
 from services.concurrency.offload import off_loop
 from services.context.models import Item
 
-T = TypeVar("T")
+
+class Weighed(Protocol):
+    def weight(self) -> int:
+        """What it holds beyond its records, in the cache's units."""
+        ...
+
+
+W = TypeVar("W", bound=Weighed)
 
 
 async def gathered(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object],
@@ -48,15 +55,14 @@ def keep_items(cache: Gathered, project_id: str, key: Hashable, records: Sequenc
 
 
 def kept_value(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object],
-               make: Callable[[], T], weight: int) -> T:
+               make: Callable[[], W]) -> W:
     """The value kept under ``key`` for these very ``records``, else ``make()``, kept for next
-    time: what a provider derives from its records alone, whatever the cursor. ``weight`` is its
-    size for the cache's bound."""
+    time: what a provider derives from its records alone, whatever the cursor."""
     found = _kept(cache, project_id, key, records)
     if found is not None:
-        return cast(T, found[0])
+        return cast(W, found[0])
     value = make()
-    cache.put(project_id, key, (tuple(records), (value,), weight + 1))
+    cache.put(project_id, key, (tuple(records), (value,), len(records) + value.weight() + 1))
     return value
 
 

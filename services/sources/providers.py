@@ -113,7 +113,7 @@ class KnowledgeGraphProvider:
         if not at_entities or not entities:
             return items
         ranked = kept_value(self.kept, ctx.project_id, ("kg.ranked", ctx.language, at_entities, ctx.counter),
-                            entities, partial(self._ranked, entities, ctx, at_entities), weight=len(entities))
+                            entities, partial(self._ranked, entities, ctx, at_entities))
         return items + ranked.items(ctx.near_cursor)
 
     def _ranked(self, entities: Sequence[EntityLike], ctx: GatherContext, where: tuple[str, str]) -> Ranked:
@@ -202,7 +202,7 @@ class EpisodicMemoryProvider:
     def _items(self, records: Sequence[EpisodeLike], ctx: GatherContext,
                where: tuple[str, str]) -> list[Item]:
         ranked = kept_value(self.kept, ctx.project_id, ("episodic.ranked", ctx.language, where, ctx.counter),
-                            records, partial(self._ranked, records, ctx, where), weight=len(records))
+                            records, partial(self._ranked, records, ctx, where))
         # A space never joins a bigram, so this is features() of the two texts joined.
         return ranked.items(ctx.near_cursor | features(ctx.additional_input))
 
@@ -213,7 +213,7 @@ class EpisodicMemoryProvider:
             Item(id=f"episode:{e.id}", layer=where[0], section=where[1], source="episodic", text=text,
                  tokens=ctx.counter.count(text), key=0.0, key_name="score", project_id=e.project_id)
             for e, (text, _) in zip(episodes, texts, strict=True)
-        ], [own for _, own in texts], weight=0.7, base=[0.3 * math.pow(_RECENCY_DECAY, rank)
+        ], [own for _, own in texts], scale=0.7, base=[0.3 * math.pow(_RECENCY_DECAY, rank)
                                                        for rank in range(len(episodes))])
 
     def _text(self, episode: EpisodeLike, ctx: GatherContext) -> Rendered:

@@ -1,7 +1,7 @@
 """Records ranked by relevance to the text around the cursor, made once per records version.
 
 An entity sheet's or a past interaction's item depends on the cursor only through its key: its
-similarity to the features around the cursor (for a past interaction, weighted and added to its
+similarity to the features around the cursor (for a past interaction, scaled and added to its
 recency). Everything else (the rendered text, its count, the id, the record's own features) is made
 once for the records as they are, and an assembly with features not seen before only scores them
 (:class:`services.sources.relevance.Overlaps`) and stamps the keys on copies.
@@ -21,21 +21,25 @@ from services.sources.relevance import Overlaps
 class Ranked:
     templates: tuple[Item, ...]  # each record's item, its key still to come
     overlaps: Overlaps  # each record's features, in the same order
-    weight: float | None = None  # key = round(weight x similarity + base, 6); None: round(similarity, 6)
+    scale: float | None = None  # key = round(scale x similarity + base, 6); None: round(similarity, 6)
     base: tuple[float, ...] = ()
 
     @classmethod
-    def of(cls, templates: Sequence[Item], owns: Sequence[AbstractSet[str]], *, weight: float | None = None,
+    def of(cls, templates: Sequence[Item], owns: Sequence[AbstractSet[str]], *, scale: float | None = None,
            base: Sequence[float] = ()) -> Ranked:
-        return cls(tuple(templates), Overlaps(owns), weight, tuple(base))
+        return cls(tuple(templates), Overlaps(owns), scale, tuple(base))
+
+    def weight(self) -> int:
+        """What it holds beyond its records, for the cache's bound: each record's features."""
+        return self.overlaps.weight()
 
     def keys(self, near: AbstractSet[str]) -> list[float]:
         """Each record's key for the features ``near`` the cursor."""
         shares = self.overlaps.shares(near)
-        weight = self.weight
-        if weight is None:
+        scale = self.scale
+        if scale is None:
             return [round(share, 6) for share in shares]
-        return [round(weight * share + base, 6) for share, base in zip(shares, self.base, strict=True)]
+        return [round(scale * share + base, 6) for share, base in zip(shares, self.base, strict=True)]
 
     def items(self, near: AbstractSet[str]) -> list[Item]:
         """The records' items, keyed for the features ``near`` the cursor."""

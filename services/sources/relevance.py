@@ -59,35 +59,49 @@ def similarity(a: AbstractSet[str], b: AbstractSet[str]) -> float:
     return len(a & b) / len(a)
 
 
+# The most bytes of bits Overlaps keeps (records x vocabulary / 8): past it, a large knowledge graph
+# keeps its records' feature sets and intersects them, as similarity() does.
+MAX_MASK_BYTES = 1 << 20
+
+
 class Overlaps:
     """:func:`similarity` of many fixed feature sets to one changing set, as bit counts.
 
     Each fixed set (a record's features) becomes the bits of its features in one vocabulary, once;
     the changing set (the features around the cursor) is looked up in that vocabulary once per
     assembly, and each record's share is then one AND and one bit count instead of a set
-    intersection. The counts are the same integers, so the shares are the same floats.
+    intersection. The counts are the same integers, so the shares are the same floats. Past
+    :data:`MAX_MASK_BYTES` of bits the sets are kept as they are and intersected.
     """
 
-    __slots__ = ("_bits", "_masks", "_sizes")
+    __slots__ = ("_bits", "_masks", "_owns", "_sizes")
 
     def __init__(self, owns: Sequence[AbstractSet[str]]) -> None:
         index: dict[str, int] = {}
         positions = [[index.setdefault(f, len(index)) for f in own] for own in owns]
-        self._bits = index
-        self._masks = [_mask(found, len(index)) for found in positions]
         self._sizes = [len(own) for own in owns]
+        self._bits = index
+        dense = len(index) * len(owns) // 8 <= MAX_MASK_BYTES
+        self._masks = [_mask(found, len(index)) for found in positions] if dense else []
+        self._owns: list[AbstractSet[str]] = [] if dense else list(owns)
 
     def __len__(self) -> int:
-        return len(self._masks)
+        return len(self._sizes)
 
     def vocabulary(self) -> int:
-        """How many distinct features the fixed sets hold (the bits of each mask)."""
+        """How many distinct features the fixed sets hold."""
         return len(self._bits)
+
+    def weight(self) -> int:
+        """What it holds, in 8-byte words of bits or features kept, for a cache's bound."""
+        return sum(self._sizes) if self._owns else len(self._sizes) * (len(self._bits) // 64 + 1)
 
     def shares(self, near: AbstractSet[str]) -> list[float]:
         """``similarity(own, near)`` for each fixed set ``own``, in order."""
         if not near:
-            return [0.0] * len(self._masks)
+            return [0.0] * len(self._sizes)
+        if self._owns:
+            return [similarity(own, near) for own in self._owns]
         bits = self._bits
         wanted = _mask([p for p in map(bits.get, near) if p is not None], len(bits))
         return [(mask & wanted).bit_count() / size if size else 0.0

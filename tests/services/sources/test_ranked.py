@@ -17,7 +17,7 @@ NEAR = features("林远走上灯塔，海风很大。")
 
 
 def test_items_are_the_templates_with_each_records_similarity_as_key() -> None:
-    """Without a weight, a record's key is its similarity to the cursor's features, rounded to six
+    """Without a scale, a record's key is its similarity to the cursor's features, rounded to six
     places; every other field is the template's."""
     items = Ranked.of(TEMPLATES, OWNS).items(NEAR)
     assert [i.key for i in items] == [round(similarity(own, NEAR), 6) for own in OWNS] == [0.4, 0.0, 0.0]
@@ -28,10 +28,10 @@ def test_items_are_the_templates_with_each_records_similarity_as_key() -> None:
 
 
 def test_weighted_keys_add_each_records_base() -> None:
-    """With a weight and a base (a past interaction's recency), a key is
-    round(weight x similarity + base, 6), the same arithmetic as scoring one record at a time."""
+    """With a scale and a base (a past interaction's recency), a key is
+    round(scale x similarity + base, 6), the same arithmetic as scoring one record at a time."""
     base = [0.3 * math.pow(0.85, rank) for rank in range(3)]
-    keys = Ranked.of(TEMPLATES, OWNS, weight=0.7, base=base).keys(NEAR)
+    keys = Ranked.of(TEMPLATES, OWNS, scale=0.7, base=base).keys(NEAR)
     assert keys == [round(0.7 * similarity(own, NEAR) + b, 6) for own, b in zip(OWNS, base, strict=True)]
     assert keys == [0.58, 0.255, 0.21675]
 
@@ -39,4 +39,4 @@ def test_weighted_keys_add_each_records_base() -> None:
 def test_no_features_near_the_cursor_scores_nothing() -> None:
     """An empty cursor text leaves every similarity at zero (only the base stays)."""
     assert Ranked.of(TEMPLATES, OWNS).keys(frozenset()) == [0.0, 0.0, 0.0]
-    assert Ranked.of(TEMPLATES, OWNS, weight=0.7, base=[0.3, 0.2, 0.1]).keys(frozenset()) == [0.3, 0.2, 0.1]
+    assert Ranked.of(TEMPLATES, OWNS, scale=0.7, base=[0.3, 0.2, 0.1]).keys(frozenset()) == [0.3, 0.2, 0.1]

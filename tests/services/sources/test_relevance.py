@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from services.sources import relevance
 from services.sources.relevance import Overlaps, features, features_by_line, similarity
 
 
@@ -137,3 +138,16 @@ def test_overlaps_give_similarity_exactly(owns: list[frozenset[str]], nears: lis
     assert overlaps.vocabulary() == len(frozenset().union(*owns))
     for near in nears:
         assert overlaps.shares(near) == [similarity(own, near) for own in owns]
+
+
+def test_overlaps_past_the_bit_bound_intersect_the_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vocabulary too large for MAX_MASK_BYTES of bits keeps the sets themselves: the shares are
+    the same, and the weight counts their features instead of words of bits."""
+    owns = [features("林远 灯塔看守人"), features("苏晴 城里的医生"), frozenset()]
+    near = features("林远走上灯塔，苏晴在城里。")
+    dense = Overlaps(owns)
+    monkeypatch.setattr(relevance, "MAX_MASK_BYTES", 0)
+    sparse = Overlaps(owns)
+    assert sparse.shares(near) == dense.shares(near) == [similarity(own, near) for own in owns]
+    assert sparse.shares(frozenset()) == [0.0, 0.0, 0.0]
+    assert (dense.weight(), sparse.weight()) == (3 * 1, sum(map(len, owns)))
