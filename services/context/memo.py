@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Protocol
+from collections.abc import Callable, Hashable
+from typing import Any, Protocol, TypeVar, cast
 
 NaturalId = tuple[str, int, str]
+T = TypeVar("T")
 
 
 class Memo(Protocol):
@@ -23,6 +25,16 @@ class Memo(Protocol):
     def natural_id(self, item_id: str) -> NaturalId:
         """Ids in creation order: ``constraint:9`` before ``constraint:10``."""
         ...
+
+    def recall(self, key: Hashable, make: Callable[[], T]) -> T:
+        """``make()``'s value, kept under ``key`` for the next assembly that asks the same."""
+        ...
+
+
+# Screenings and orderings kept per project (services/context/shared.py): each holds its items (a
+# few hundred references) and what was made of them, a burst's worth of neighbouring requests.
+RECALLED = 64
+_MISSING = object()
 
 
 def norm(text: str) -> str:
@@ -43,6 +55,9 @@ class NoMemo:
     def natural_id(self, item_id: str) -> NaturalId:
         return natural_id(item_id)
 
+    def recall(self, key: Hashable, make: Callable[[], T]) -> T:
+        return make()
+
 
 class BoundedMemo:
     """Keeps answers, at most ``max_entries`` of each kind and ``max_chars`` characters of
@@ -52,12 +67,15 @@ class BoundedMemo:
     records are looked up at every assembly, so the hit path is the one to keep short.
     """
 
-    def __init__(self, max_entries: int = 8192, max_chars: int = 2_000_000) -> None:
+    def __init__(self, max_entries: int = 8192, max_chars: int = 2_000_000,
+                 max_recalled: int = RECALLED) -> None:
         self._max = max_entries
         self._max_chars = max_chars
         self._chars = 0
         self._norms: dict[str, str] = {}
         self._ids: dict[str, NaturalId] = {}
+        self._max_recalled = max_recalled
+        self._recalled: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
 
     def norm(self, text: str) -> str:
@@ -85,6 +103,25 @@ class BoundedMemo:
                     self._ids.clear()
                 self._ids[item_id] = hit
         return hit
+
+
+    def recalled(self) -> int:
+        """How many values :meth:`recall` keeps now."""
+        with self._lock:
+            return len(self._recalled)
+
+    def recall(self, key: Hashable, make: Callable[[], T]) -> T:
+        with self._lock:
+            found = self._recalled.get(key, _MISSING)
+            if found is not _MISSING:
+                self._recalled.move_to_end(key)
+                return cast(T, found)
+        value = make()
+        with self._lock:
+            self._recalled[key] = value
+            while len(self._recalled) > self._max_recalled:
+                self._recalled.popitem(last=False)
+        return value
 
 
 class ProjectMemos:

@@ -18,6 +18,7 @@ before and after it, and every item it removes keeps a reason.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -185,7 +186,7 @@ class State:
 # --- ordering -------------------------------------------------------------------------------
 
 
-def _mentioned(items: Sequence[Item], window: Window | None) -> set[str]:
+def mentioned_in(items: Sequence[Item], window: Window | None) -> set[str]:
     """Ids of the items one of whose names stands in the text around the cursor."""
     contains = ((window.before + window.after) if window else "").__contains__
     # map/filter/any keep the per-name loop in C: this runs over every entity at every assembly.
@@ -193,16 +194,19 @@ def _mentioned(items: Sequence[Item], window: Window | None) -> set[str]:
 
 
 def order_items(
-    plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo
+    plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo,
+    mentioned: AbstractSet[str] | None = None,
 ) -> dict[str, list[Item]]:
     """Each section's items in render order: by the part's rank (the writer's own first, or those
     named near the cursor first), then by key (highest first), then oldest first; or, for a part
-    ranked ``given``, in the order the source gave them."""
+    ranked ``given``, in the order the source gave them. ``mentioned``, if given, holds the ids of
+    the items named in the window (of those :func:`mentioned_in` judges, whatever is asked)."""
     ranks = {(s.id, p.id): p.rank for s in plan.sections for p in s.parts}
     by_rank: dict[str, list[tuple[int, Item]]] = {}
     for n, item in enumerate(items):
         by_rank.setdefault(ranks[(item.layer, item.section)], []).append((n, item))
-    mentioned = _mentioned([i for _, i in by_rank.get("mentioned_first", ())], window)
+    if mentioned is None:
+        mentioned = mentioned_in([i for _, i in by_rank.get("mentioned_first", ())], window)
     natural = memo.natural_id
     keyed: list[tuple[Rank, Item]] = []
     for how, found in by_rank.items():
@@ -623,4 +627,4 @@ def _last_resort(state: State, texts: dict[str, str], excess: int) -> None:
                         fixedTokens=state.count(never))
 
 
-__all__ = ["State", "apply", "cut_chars", "fit", "order_items", "verify"]
+__all__ = ["State", "apply", "cut_chars", "fit", "mentioned_in", "order_items", "verify"]
