@@ -18,7 +18,7 @@ import structlog
 
 from services.assembly.faults import FailingTokenizer, Fault, Faults
 from services.assembly.prefixes import Prefix, PrefixMemory
-from services.caches import LineFeatures, line_features_cache
+from services.caches import Gathered, LineFeatures, gathered_cache, line_features_cache
 from services.concurrency.gate import Gate
 from services.concurrency.limiter import KeyedLimiter
 from services.concurrency.offload import off_loop
@@ -42,6 +42,7 @@ from services.errors import InputTooLarge, InvalidInput
 from services.profiles.catalog import PUBLISHED
 from services.profiles.plans import DEFAULT_PROFILE_NAME, BuiltInPlans, PlanSource
 from services.sources.base import GatherContext, Provider
+from services.sources.kept import keep_items, kept_items
 from services.sources.relevance import features, features_by_line
 from services.sources.window import cut_window
 from services.tokenizer import Tokenizer
@@ -141,7 +142,8 @@ class ContextService:
     def __init__(self, collaborators: Collaborators, *, deadline: float = 2.0,
                  faults: Faults | None = None, prefixes: PrefixMemory | None = None,
                  limiter: KeyedLimiter | None = None, concurrency: int = ASSEMBLY_CONCURRENCY,
-                 memos: ProjectMemos | None = None, line_features: LineFeatures | None = None) -> None:
+                 memos: ProjectMemos | None = None, line_features: LineFeatures | None = None,
+                 kept: Gathered | None = None) -> None:
         self._c = collaborators
         self._deadline = deadline
         self.concurrency = concurrency
@@ -153,6 +155,9 @@ class ContextService:
         self._memos = memos or ProjectMemos()
         # Relevance features of the window's lines, per project: neighbouring keystrokes share most.
         self._line_features = line_features if line_features is not None else line_features_cache()
+        # The settings' items, kept with the very settings record they came from (until an update):
+        # the same item objects at every assembly let the engine's memo recognise the same items.
+        self._kept = kept if kept is not None else gathered_cache()
         self._counters: dict[int, CountCache] = {}
 
     async def assemble(self, request: AssembleRequest, *, override: BudgetProfile | None = None,
@@ -312,11 +317,20 @@ class ContextService:
                          exc_type=type(exc).__name__)
             return None
 
-    @staticmethod
-    def _settings_items(settings: SettingsLike, project_id: str, counter: CountCache,
+    def _settings_items(self, settings: SettingsLike, project_id: str, counter: CountCache,
                         ctx: GatherContext) -> list[Item]:
-        items = []
         narrative, style = ctx.place("project.narrative"), ctx.place("project.style")
+        key = ("settings", narrative, style, counter)
+        found = kept_items(self._kept, project_id, key, (settings,))
+        if found is not None:
+            return found
+        made = self._make_settings_items(settings, project_id, counter, narrative, style)
+        return keep_items(self._kept, project_id, key, (settings,), made)
+
+    @staticmethod
+    def _make_settings_items(settings: SettingsLike, project_id: str, counter: CountCache,
+                             narrative: tuple[str, str] | None, style: tuple[str, str] | None) -> list[Item]:
+        items = []
         if narrative and settings.narrative_person.strip():
             label = "叙述人称：" if settings.language == "zh" else "Narrative person: "
             text = label + settings.narrative_person.strip()

@@ -30,10 +30,18 @@ class Memo(Protocol):
         """``make()``'s value, kept under ``key`` for the next assembly that asks the same."""
         ...
 
+    def count_of(self, key: Hashable, held: object, count: Callable[[], int]) -> int:
+        """``count()``, a rendered section's, kept under ``key`` (which names ``held``'s objects by
+        identity: the entry holds them, so their ids stay theirs)."""
+        ...
+
 
 # Screenings and orderings kept per project (services/context/shared.py): each holds its items (a
 # few hundred references) and what was made of them, a burst's worth of neighbouring requests.
 RECALLED = 64
+# Counts of rendered sections kept per project (services/context/reduce.py State.counted): each holds
+# the references to its items (a few hundred), and a request's reduction asks for a dozen or so.
+SECTION_COUNTS = 1024
 _MISSING = object()
 
 
@@ -58,6 +66,9 @@ class NoMemo:
     def recall(self, key: Hashable, make: Callable[[], T]) -> T:
         return make()
 
+    def count_of(self, key: Hashable, held: object, count: Callable[[], int]) -> int:
+        return count()
+
 
 class BoundedMemo:
     """Keeps answers, at most ``max_entries`` of each kind and ``max_chars`` characters of
@@ -68,7 +79,7 @@ class BoundedMemo:
     """
 
     def __init__(self, max_entries: int = 8192, max_chars: int = 2_000_000,
-                 max_recalled: int = RECALLED) -> None:
+                 max_recalled: int = RECALLED, max_counts: int = SECTION_COUNTS) -> None:
         self._max = max_entries
         self._max_chars = max_chars
         self._chars = 0
@@ -76,6 +87,8 @@ class BoundedMemo:
         self._ids: dict[str, NaturalId] = {}
         self._max_recalled = max_recalled
         self._recalled: OrderedDict[Hashable, Any] = OrderedDict()
+        self._max_counts = max_counts
+        self._counts: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
         self._lock = threading.Lock()
 
     def norm(self, text: str) -> str:
@@ -104,6 +117,24 @@ class BoundedMemo:
                 self._ids[item_id] = hit
         return hit
 
+
+    def count_of(self, key: Hashable, held: object, count: Callable[[], int]) -> int:
+        with self._lock:
+            found = self._counts.get(key)
+            if found is not None:
+                self._counts.move_to_end(key)
+                return found[1]
+        value = count()
+        with self._lock:
+            self._counts[key] = (held, value)
+            while len(self._counts) > self._max_counts:
+                self._counts.popitem(last=False)
+        return value
+
+    def counts(self) -> int:
+        """How many section counts :meth:`count_of` keeps now."""
+        with self._lock:
+            return len(self._counts)
 
     def recalled(self) -> int:
         """How many values :meth:`recall` keeps now."""

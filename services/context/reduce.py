@@ -168,8 +168,25 @@ class State:
         """The section's exact count as it is now (kept until it changes)."""
         known = self.sizes.get(section_id)
         if known is None:
-            known = self.sizes[section_id] = self.count(self.text(section_id))
+            known = self.sizes[section_id] = self.counted(section_id, self.kept[section_id])
         return known
+
+    def counted(self, section_id: str, items: Sequence[Item]) -> int:
+        """The exact count of the section rendered with ``items``. Kept in the project's memo for the
+        very same items, part texts, language and tokenizer: neighbouring requests that kept the
+        same items count them once. A section holding the window (new at every request) or standing
+        replaced by its cue is counted afresh."""
+        section = self.section(section_id)
+        if section_id in self.cues or section.window_part is not None:
+            return self.count(self.text(section_id, items))
+        texts = self.part_texts(section)
+        counter = getattr(self.count, "__self__", self.count)  # the tokenizer's cache, not this bound method
+        held = (section.parts, tuple(items), counter)
+        key = (section.id, section.separator, tuple(map(id, held[0])), tuple(map(id, held[1])),
+               tuple(texts.items()), self.request.language, id(counter))
+        language, frames = self.request.language, self.frames
+        return self.memo.count_of(key, held, lambda: self.count(
+            render_section(section, held[1], texts, language, frames)))
 
     def record(self, step: StepPlan | str, section_id: str, before: int, after: int,
                gone: Sequence[Item] = ()) -> None:
@@ -261,7 +278,7 @@ def drops_needed(
 
     def size_after(k: int) -> int:
         if k not in counts:
-            counts[k] = state.count(state.text(section_id, state.without(section_id, sequence[:k])))
+            counts[k] = state.counted(section_id, state.without(section_id, sequence[:k]))
         return counts[k]
 
     last = len(sequence)

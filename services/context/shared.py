@@ -8,7 +8,7 @@ entities are named in it (:func:`mentioned_in`). Both are judged for every reque
 (validity, duplicates, candidate limits, each section's order) is kept in the project's memo under
 the items' identities and those two judgements, and copied out.
 
-The items are held by the entry, so the identities in its key cannot be reused while it lives.
+The items are held by the entries, so the identities in their keys cannot be reused while they live.
 """
 
 from __future__ import annotations
@@ -27,11 +27,19 @@ Shape = tuple[tuple[str, int | None, tuple[tuple[str, str, str, str], ...]], ...
 
 @dataclass(frozen=True, slots=True)
 class _Judged:
-    """What of the items the window is asked about, for these very items."""
+    """What of the items the window is asked about."""
 
-    items: tuple[Item, ...]
     against_window: tuple[tuple[int, Item, str], ...]  # position, item, whitespace-free text
     named: tuple[Item, ...]  # the items whose part puts those named near the cursor first
+
+
+@dataclass(slots=True)
+class _Items:
+    """These very items, seen ``seen`` times; what the window is asked about, from the second on."""
+
+    items: tuple[Item, ...]
+    seen: int = 0
+    judged: _Judged | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +55,7 @@ def _shape(plan: Plan) -> Shape:
                  for s in plan.sections)
 
 
-def _judged(plan: Plan, items: tuple[Item, ...], memo: Memo) -> _Judged:
+def _judged(plan: Plan, items: Sequence[Item], memo: Memo) -> _Judged:
     parts = item_parts(plan)
     against, named = [], []
     for n, item in enumerate(items):
@@ -58,15 +66,27 @@ def _judged(plan: Plan, items: tuple[Item, ...], memo: Memo) -> _Judged:
             against.append((n, item, memo.norm(item.text)))
         if part.rank == "mentioned_first":
             named.append(item)
-    return _Judged(items, tuple(against), tuple(named))
+    return _Judged(tuple(against), tuple(named))
 
 
 def screen_and_order(plan: Plan, items: Sequence[Item], window: Window | None,
                      memo: Memo) -> tuple[Screened, dict[str, list[Item]]]:
-    """:func:`screen` and :func:`order_items` of ``items``, the same as run afresh."""
+    """:func:`screen` and :func:`order_items` of ``items``, the same as run afresh.
+
+    Items seen for the first time are screened and ordered afresh, with no more work: most
+    requests of a burst gather items of their own (features of the text around the cursor that no
+    neighbour shares). From the second time on, the window is judged and the rest kept.
+    """
     held = tuple(items)
     key = (_shape(plan), tuple(map(id, held)))
-    judged = memo.recall(("judged", key), lambda: _judged(plan, held, memo))
+    seen = memo.recall(("items", key), lambda: _Items(held))
+    seen.seen += 1
+    if seen.seen == 1:
+        screened = screen(plan, held, window, memo)
+        return screened, order_items(plan, screened.items, window, memo)
+    judged = seen.judged
+    if judged is None:
+        judged = seen.judged = _judged(plan, held, memo)
     text = window_text(window)
     inside = frozenset(n for n, item, item_norm in judged.against_window
                        if in_window(item, item_norm, window, text))

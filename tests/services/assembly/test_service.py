@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -268,3 +269,25 @@ async def test_project_tokenizer_file_is_used(tmp_path: Path) -> None:
     assert (outcome.tokenizer, outcome.exact) == ("hf:tokenizer.json", True)
     encoded = hf.encode(outcome.assembly.prompt, add_special_tokens=False)
     assert outcome.assembly.token_count == len(encoded.ids)
+
+
+async def test_settings_items_are_kept_until_the_settings_record_changes() -> None:
+    """The narrative and style items are made once per settings record (a kept snapshot, replaced by
+    an update): while the record is the same, every assembly gets the very same item objects (so the
+    engine's memo knows them); a new record brings its own text at once."""
+    world = _world()
+    world.settings.style_notes = "冷静克制。"
+    service = world.service()
+    first = await service.assemble(_request())
+    again = await service.assemble(_request(cursor=len(CHAPTER) - 3))
+    assert first.assembly.layers[Layer.RULES].text.count("叙述人称：第一人称") == 1
+    assert again.assembly.layers[Layer.SETTINGS].text == first.assembly.layers[Layer.SETTINGS].text
+    kept = service._kept.get("p1", ("settings", ("rules", "narrative"), ("settings", "style"),
+                                    await service.counter("p1")))
+    assert kept is not None
+    assert kept[0] == (world.settings,)
+    assert [i.id for i in kept[1]] == ["settings:narrative", "settings:style"]
+    world.settings = replace(world.settings, narrative_person="第三人称", style_notes="华丽。")
+    updated = await service.assemble(_request())
+    assert "叙述人称：第三人称" in updated.assembly.layers[Layer.RULES].text
+    assert "华丽。" in updated.assembly.layers[Layer.SETTINGS].text

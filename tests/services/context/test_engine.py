@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from services.context.budget import MAX_INPUT_TOKENS
 from services.context.engine import Request, assemble, fresh_chars
 from services.context.hashing import sha256_hex
+from services.context.memo import BoundedMemo
 from services.context.models import Assembly, BudgetProfile, Item
 from services.errors import InputTooLarge, ScopeViolation
 from tests.services.context.factory import PROJECT, counter, item, novel_plan, novel_request, window
@@ -176,6 +177,35 @@ def _outcome(result: Assembly) -> tuple[object, ...]:
     """Everything an assembly answers but its candidates' reports."""
     return (result.prompt, result.token_count, result.prefix_hashes, result.layers, result.warnings,
             result.reductions, result.stable_ends, result.part_texts)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rules=st.lists(text_piece, max_size=8),
+    entities=st.lists(st.tuples(text_piece, st.sampled_from(["林远", "灯塔", "海风", "x"])), max_size=6),
+    chunks=st.lists(st.tuples(text_piece, st.floats(0, 1)), max_size=12),
+    requests=st.lists(st.tuples(
+        st.text(alphabet=st.sampled_from(list("我推开门。海风很冷！林远灯塔 ")), max_size=1500),
+        st.integers(300, 3000), st.booleans()), min_size=2, max_size=5),
+)
+def test_a_projects_memo_kept_between_assemblies_changes_nothing(
+        rules: list[str], entities: list[tuple[str, str]], chunks: list[tuple[str, float]],
+        requests: list[tuple[str, int, bool]]) -> None:
+    """The same item objects assembled at several windows and budgets in turn, with one project's
+    memo kept between them (kept screenings, orderings and section counts), answer exactly what each
+    assembly answers with no memo, reports included."""
+    items = (*(item(f"constraint:{n}", "constraints", t, key=n % 3, origin="kg" if n % 2 else "user")
+               for n, t in enumerate(rules)),
+             *(item(f"entity:{n}", "entities", t, key=0.1 * n, origin="kg", names=(name,))
+               for n, (t, name) in enumerate(entities)),
+             *(item(f"chunk:d#{n}", "passages", t, key=k) for n, (t, k) in enumerate(chunks)))
+    memo = BoundedMemo()
+    for before, size, explain in requests:
+        profile = BudgetProfile(context_window=size, output_reserve=0)
+        request = Request(project_id=PROJECT, language="zh", plan=novel_plan(profile), profile=profile,
+                          system_prompt_tokens=30, items=items, window=window(before), explain=explain)
+        kept, fresh = assemble(request, counter(), memo), assemble(request, counter())
+        assert (_outcome(kept), kept.reports) == (_outcome(fresh), fresh.reports)
 
 
 def test_equal_priority_constraints_keep_creation_order() -> None:

@@ -4,6 +4,7 @@ project for the most recently used projects."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -142,3 +143,26 @@ def test_assembly_with_a_memo_is_the_assembly_without_one() -> None:
         memoized = assemble(request, counter(), memo)
         assert (memoized.prompt, memoized.reports, memoized.warnings) == (plain.prompt, plain.reports,
                                                                          plain.warnings)
+
+
+def test_section_counts_are_bounded_and_hold_what_they_name() -> None:
+    """A kept count is given again for its key without counting; past the bound the least recently
+    used goes; each entry holds the objects its key names by identity."""
+    memo = BoundedMemo(max_counts=2)
+    held = [object()]
+    calls: list[str] = []
+
+    def count(name: str) -> Callable[[], int]:
+        def counting() -> int:
+            calls.append(name)
+            return len(name)
+        return counting
+
+    assert memo.count_of(("a", id(held)), held, count("aa")) == 2
+    assert memo.count_of(("a", id(held)), held, count("other")) == 2
+    assert calls == ["aa"]
+    memo.count_of("b", None, count("bbb"))
+    memo.count_of("c", None, count("cccc"))
+    assert memo.counts() == 2
+    assert memo.count_of(("a", id(held)), held, count("aa")) == 2
+    assert calls == ["aa", "bbb", "cccc", "aa"]
