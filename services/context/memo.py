@@ -2,8 +2,10 @@
 
 The same records come back at every assembly of a project, so their
 whitespace-free texts (for duplicate screening) and their ids' natural order
-are worth keeping; the composition root keeps one bounded memo per project,
-so nothing outlives a project or grows without bound.
+are worth keeping, and so are what neighbouring assemblies make of the very
+same items (their screening and order, their sections' counts); the
+composition root keeps one bounded memo per project, so nothing outlives a
+project or grows without bound.
 """
 
 from __future__ import annotations
@@ -75,7 +77,9 @@ class BoundedMemo:
     normalized text, the oldest going first, safe across the worker threads assemblies run in.
 
     A hit reads without the lock (one dict lookup, atomic in CPython): the same few hundred
-    records are looked up at every assembly, so the hit path is the one to keep short.
+    records are looked up at every assembly, so the hit path is the one to keep short. Kept
+    screenings (at most ``max_recalled``) and section counts (``max_counts``) go least recently
+    used first, and take the lock (one lookup per assembly or per count).
     """
 
     def __init__(self, max_entries: int = 8192, max_chars: int = 2_000_000,
@@ -116,7 +120,6 @@ class BoundedMemo:
                     self._ids.clear()
                 self._ids[item_id] = hit
         return hit
-
 
     def count_of(self, key: Hashable, held: object, count: Callable[[], int]) -> int:
         with self._lock:
