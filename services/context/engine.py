@@ -24,9 +24,8 @@ from services.context.hashing import prefix_hashes, sha256_hex
 from services.context.memo import Memo, NoMemo
 from services.context.models import Assembly, BudgetProfile, Item, ItemReport, LayerResult, Window
 from services.context.plan import Plan, holds
-from services.context.reduce import State, fit, verify
-from services.context.screening import check_scope, dropped
-from services.context.shared import screen_and_order
+from services.context.reduce import State, fit, order_items, verify
+from services.context.screening import check_scope, dropped, screen
 from services.context.templates import resolve_texts
 from services.errors import InputTooLarge
 
@@ -154,13 +153,13 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
     check_scope(request.items, request.project_id)
     _check_input_size(request)
     plan, items, conditioned = _active(request)
-    screened, ordered = screen_and_order(plan, items, request.window, memo)
+    screened = screen(plan, items, request.window, memo)
     screened.reports[:0] = conditioned
     budget = make_budget(request.profile, plan, request.system_prompt_tokens)
     state = State.start(request, plan, budget, counter.count, memo, screened,
                         resolve_texts(plan, request.language, request.variables, request.facts,
                                       request.instruction))
-    state.kept.update(ordered)
+    state.kept.update(order_items(plan, screened.items, request.window, memo))
     lap("screen")
     fit(state, caps_only=True)
     lap("rules")

@@ -2,10 +2,9 @@
 
 The same records come back at every assembly of a project, so their
 whitespace-free texts (for duplicate screening) and their ids' natural order
-are worth keeping, and so are what neighbouring assemblies make of the very
-same items (their screening and order, their sections' counts); the
-composition root keeps one bounded memo per project, so nothing outlives a
-project or grows without bound.
+are worth keeping, and so are the counts of sections that neighbouring
+assemblies render with the very same items; the composition root keeps one
+bounded memo per project, so nothing outlives a project or grows without bound.
 """
 
 from __future__ import annotations
@@ -13,10 +12,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, cast
 
 NaturalId = tuple[str, int, str]
-T = TypeVar("T")
 
 
 class Memo(Protocol):
@@ -28,23 +26,58 @@ class Memo(Protocol):
         """Ids in creation order: ``constraint:9`` before ``constraint:10``."""
         ...
 
-    def recall(self, key: Hashable, make: Callable[[], T]) -> T:
-        """``make()``'s value, kept under ``key`` for the next assembly that asks the same."""
-        ...
-
-    def count_of(self, key: Hashable, held: object, count: Callable[[], int]) -> int:
+    def count_of(self, key: Hashable, held: object, count: Callable[[], int],
+                 chars: Callable[[], int]) -> int:
         """``count()``, a rendered section's, kept under ``key`` (which names ``held``'s objects by
-        identity: the entry holds them, so their ids stay theirs)."""
+        identity: the entry holds them, so their ids stay theirs); ``chars()`` is how many
+        characters of text ``held`` holds, for the bound."""
         ...
 
 
-# Screenings and orderings kept per project (services/context/shared.py): each holds its items (a
-# few hundred references) and what was made of them, a burst's worth of neighbouring requests.
-RECALLED = 64
 # Counts of rendered sections kept per project (services/context/reduce.py State.counted): each holds
-# the references to its items (a few hundred), and a request's reduction asks for a dozen or so.
+# its items and part texts, and a request's reduction asks for a dozen or so. Their texts count towards
+# the characters bound even when other caches hold them too: a profile whose items are made anew at
+# each request (pages of a book) must not keep a thousand requests' worth.
 SECTION_COUNTS = 1024
+SECTION_COUNT_CHARS = 8_000_000
 _MISSING = object()
+
+
+class _Kept:
+    """Values by key, least recently used first out past ``max_entries`` or ``max_chars``; a value
+    holding over a quarter of ``max_chars`` on its own is not kept. Not locked: its owner locks."""
+
+    def __init__(self, max_entries: int, max_chars: int) -> None:
+        self._max_entries = max_entries
+        self._max_chars = max_chars
+        self._chars = 0
+        self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def chars(self) -> int:
+        return self._chars
+
+    def get(self, key: Hashable) -> Any:
+        found = self._entries.get(key)
+        if found is None:
+            return _MISSING
+        self._entries.move_to_end(key)
+        return found[0]
+
+    def put(self, key: Hashable, value: Any, chars: int) -> None:
+        if chars > self._max_chars // 4:
+            return
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._chars -= old[1]
+        self._entries[key] = (value, chars)
+        self._chars += chars
+        while len(self._entries) > self._max_entries or self._chars > self._max_chars:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self._chars -= dropped
 
 
 def norm(text: str) -> str:
@@ -65,10 +98,8 @@ class NoMemo:
     def natural_id(self, item_id: str) -> NaturalId:
         return natural_id(item_id)
 
-    def recall(self, key: Hashable, make: Callable[[], T]) -> T:
-        return make()
-
-    def count_of(self, key: Hashable, held: object, count: Callable[[], int]) -> int:
+    def count_of(self, key: Hashable, held: object, count: Callable[[], int],
+                 chars: Callable[[], int]) -> int:
         return count()
 
 
@@ -78,21 +109,18 @@ class BoundedMemo:
 
     A hit reads without the lock (one dict lookup, atomic in CPython): the same few hundred
     records are looked up at every assembly, so the hit path is the one to keep short. Kept
-    screenings (at most ``max_recalled``) and section counts (``max_counts``) go least recently
-    used first, and take the lock (one lookup per assembly or per count).
+    section counts (at most ``max_counts``, holding ``max_count_chars`` characters of text) go least
+    recently used first, and take the lock.
     """
 
     def __init__(self, max_entries: int = 8192, max_chars: int = 2_000_000,
-                 max_recalled: int = RECALLED, max_counts: int = SECTION_COUNTS) -> None:
+                 max_counts: int = SECTION_COUNTS, max_count_chars: int = SECTION_COUNT_CHARS) -> None:
         self._max = max_entries
         self._max_chars = max_chars
         self._chars = 0
         self._norms: dict[str, str] = {}
         self._ids: dict[str, NaturalId] = {}
-        self._max_recalled = max_recalled
-        self._recalled: OrderedDict[Hashable, Any] = OrderedDict()
-        self._max_counts = max_counts
-        self._counts: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        self._counts = _Kept(max_counts, max_count_chars)
         self._lock = threading.Lock()
 
     def norm(self, text: str) -> str:
@@ -121,17 +149,15 @@ class BoundedMemo:
                 self._ids[item_id] = hit
         return hit
 
-    def count_of(self, key: Hashable, held: object, count: Callable[[], int]) -> int:
+    def count_of(self, key: Hashable, held: object, count: Callable[[], int],
+                 chars: Callable[[], int]) -> int:
         with self._lock:
             found = self._counts.get(key)
-            if found is not None:
-                self._counts.move_to_end(key)
-                return found[1]
+        if found is not _MISSING:
+            return cast(int, found[1])
         value = count()
         with self._lock:
-            self._counts[key] = (held, value)
-            while len(self._counts) > self._max_counts:
-                self._counts.popitem(last=False)
+            self._counts.put(key, (held, value), chars())
         return value
 
     def counts(self) -> int:
@@ -139,23 +165,11 @@ class BoundedMemo:
         with self._lock:
             return len(self._counts)
 
-    def recalled(self) -> int:
-        """How many values :meth:`recall` keeps now."""
+    def held_chars(self) -> int:
+        """The characters of text the kept section counts hold."""
         with self._lock:
-            return len(self._recalled)
+            return self._counts.chars
 
-    def recall(self, key: Hashable, make: Callable[[], T]) -> T:
-        with self._lock:
-            found = self._recalled.get(key, _MISSING)
-            if found is not _MISSING:
-                self._recalled.move_to_end(key)
-                return cast(T, found)
-        value = make()
-        with self._lock:
-            self._recalled[key] = value
-            while len(self._recalled) > self._max_recalled:
-                self._recalled.popitem(last=False)
-        return value
 
 
 class ProjectMemos:

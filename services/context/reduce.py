@@ -18,7 +18,6 @@ before and after it, and every item it removes keeps a reason.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -185,8 +184,9 @@ class State:
         key = (section.id, section.separator, tuple(map(id, held[0])), tuple(map(id, held[1])),
                tuple(texts.items()), self.request.language, id(counter))
         language, frames = self.request.language, self.frames
-        return self.memo.count_of(key, held, lambda: self.count(
-            render_section(section, held[1], texts, language, frames)))
+        return self.memo.count_of(
+            key, held, lambda: self.count(render_section(section, held[1], texts, language, frames)),
+            lambda: sum(len(i.text) for i in held[1]) + sum(map(len, texts.values())))
 
     def record(self, step: StepPlan | str, section_id: str, before: int, after: int,
                gone: Sequence[Item] = ()) -> None:
@@ -203,7 +203,7 @@ class State:
 # --- ordering -------------------------------------------------------------------------------
 
 
-def mentioned_in(items: Sequence[Item], window: Window | None) -> set[str]:
+def _mentioned(items: Sequence[Item], window: Window | None) -> set[str]:
     """Ids of the items one of whose names stands in the text around the cursor."""
     contains = ((window.before + window.after) if window else "").__contains__
     # map/filter/any keep the per-name loop in C: this runs over every entity at every assembly.
@@ -211,19 +211,16 @@ def mentioned_in(items: Sequence[Item], window: Window | None) -> set[str]:
 
 
 def order_items(
-    plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo,
-    mentioned: AbstractSet[str] | None = None,
+    plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo
 ) -> dict[str, list[Item]]:
     """Each section's items in render order: by the part's rank (the writer's own first, or those
     named near the cursor first), then by key (highest first), then oldest first; or, for a part
-    ranked ``given``, in the order the source gave them. ``mentioned``, if given, holds the ids of
-    the items named in the window (of those :func:`mentioned_in` judges, whatever is asked)."""
+    ranked ``given``, in the order the source gave them."""
     ranks = {(s.id, p.id): p.rank for s in plan.sections for p in s.parts}
     by_rank: dict[str, list[tuple[int, Item]]] = {}
     for n, item in enumerate(items):
         by_rank.setdefault(ranks[(item.layer, item.section)], []).append((n, item))
-    if mentioned is None:
-        mentioned = mentioned_in([i for _, i in by_rank.get("mentioned_first", ())], window)
+    mentioned = _mentioned([i for _, i in by_rank.get("mentioned_first", ())], window)
     natural = memo.natural_id
     keyed: list[tuple[Rank, Item]] = []
     for how, found in by_rank.items():
@@ -644,4 +641,4 @@ def _last_resort(state: State, texts: dict[str, str], excess: int) -> None:
                         fixedTokens=state.count(never))
 
 
-__all__ = ["State", "apply", "cut_chars", "fit", "mentioned_in", "order_items", "verify"]
+__all__ = ["State", "apply", "cut_chars", "fit", "order_items", "verify"]

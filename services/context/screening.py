@@ -7,8 +7,7 @@ text, or also against the text around the cursor (retrieved passages).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -69,31 +68,17 @@ def _overlaps(span: tuple[int, int] | None, window: Window | None) -> bool:
     return span[0] < end and window.start < span[1]
 
 
-def window_text(window: Window | None) -> str:
-    """The text around the cursor without whitespace, as retrieved passages are matched against it."""
-    # The window is new at every assembly: its text would only push the records' out of the memo.
-    return norm((window.before + window.after) if window else "")
-
-
-def in_window(item: Item, item_norm: str, window: Window | None, text: str) -> bool:
-    """Whether ``item`` (whose whitespace-free text is ``item_norm``) is already in the window:
-    its span overlaps it, or its text stands in it (``text``: :func:`window_text`)."""
-    return _overlaps(item.span, window) or bool(item_norm and item_norm in text)
-
-
-def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo,
-           in_window_at: AbstractSet[int] | None = None) -> Screened:
-    """Keep valid, distinct items; cap each section at its ``candidates``. ``in_window_at``, if
-    given, holds the positions of the items :func:`in_window` (of those it judges, whatever is
-    asked), so the window need not be read again."""
+def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo) -> Screened:
+    """Keep valid, distinct items; cap each section at its ``candidates``."""
     parts = item_parts(plan)
     result = Screened(items=[])
-    inside = _judge(window) if in_window_at is None else _known(in_window_at)
+    # The window is new at every assembly: its text would only push the records' out of the memo.
+    window_text = norm((window.before + window.after) if window else "")
     seen = _Seen()
     invalid = 0
-    for n, item in enumerate(items):
+    for item in items:
         part = _valid(item, parts)
-        reason = "invalid" if part is None else _reason_to_skip(item, n, part, inside, seen, memo)
+        reason = "invalid" if part is None else _reason_to_skip(item, part, window, window_text, seen, memo)
         if reason is None:
             result.items.append(item)
         else:
@@ -116,18 +101,9 @@ class _Seen:
     texts: set[str] = field(default_factory=set)
 
 
-def _judge(window: Window | None) -> Callable[[Item, str, int], bool]:
-    text = window_text(window)
-    return lambda item, item_norm, _: in_window(item, item_norm, window, text)
-
-
-def _known(in_window_at: AbstractSet[int]) -> Callable[[Item, str, int], bool]:
-    return lambda _, __, n: n in in_window_at
-
-
-def _reason_to_skip(item: Item, n: int, part: PartPlan, inside: Callable[[Item, str, int], bool],
+def _reason_to_skip(item: Item, part: PartPlan, window: Window | None, window_text: str,
                     seen: _Seen, memo: Memo) -> str | None:
-    """Why ``item``, the ``n``-th, is skipped (None: kept, and remembered in ``seen``)."""
+    """Why ``item`` is skipped (None: kept, and remembered in ``seen``)."""
     if item.id in seen.ids:
         return "duplicate"
     if part.dedupe == "id":
@@ -136,7 +112,7 @@ def _reason_to_skip(item: Item, n: int, part: PartPlan, inside: Callable[[Item, 
     norm = memo.norm(item.text)
     if norm in seen.texts:
         return "duplicate"
-    if part.dedupe == "window" and inside(item, norm, n):
+    if part.dedupe == "window" and (_overlaps(item.span, window) or (norm and norm in window_text)):
         return "duplicate"
     seen.ids.add(item.id)
     seen.texts.add(norm)

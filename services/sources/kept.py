@@ -1,4 +1,5 @@
-"""Items a record provider made, kept for the next assembly that would make the very same ones.
+"""Items a record provider made, kept for the next assembly that would make the very same ones; and
+what a provider derives from its records whatever the cursor (:func:`kept_value`), kept alike.
 
 A provider's items depend on its records, where they go, the tokenizer that counts them and, for
 the ones ranked by relevance, the features of the text around the cursor. Records are read from

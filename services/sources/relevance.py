@@ -74,13 +74,13 @@ class Overlaps:
     :data:`MAX_MASK_BYTES` of bits the sets are kept as they are and intersected.
     """
 
-    __slots__ = ("_bits", "_masks", "_owns", "_sizes")
+    __slots__ = ("_index", "_masks", "_owns", "_sizes")
 
     def __init__(self, owns: Sequence[AbstractSet[str]]) -> None:
         index: dict[str, int] = {}
         positions = [[index.setdefault(f, len(index)) for f in own] for own in owns]
         self._sizes = [len(own) for own in owns]
-        self._bits = index
+        self._index = index
         dense = len(index) * len(owns) // 8 <= MAX_MASK_BYTES
         self._masks = [_mask(found, len(index)) for found in positions] if dense else []
         self._owns: list[AbstractSet[str]] = [] if dense else list(owns)
@@ -90,11 +90,11 @@ class Overlaps:
 
     def vocabulary(self) -> int:
         """How many distinct features the fixed sets hold."""
-        return len(self._bits)
+        return len(self._index)
 
     def weight(self) -> int:
         """What it holds, in 8-byte words of bits or features kept, for a cache's bound."""
-        return sum(self._sizes) if self._owns else len(self._sizes) * (len(self._bits) // 64 + 1)
+        return sum(self._sizes) if self._owns else len(self._sizes) * (len(self._index) // 64 + 1)
 
     def shares(self, near: AbstractSet[str]) -> list[float]:
         """``similarity(own, near)`` for each fixed set ``own``, in order."""
@@ -102,8 +102,8 @@ class Overlaps:
             return [0.0] * len(self._sizes)
         if self._owns:
             return [similarity(own, near) for own in self._owns]
-        bits = self._bits
-        wanted = _mask([p for p in map(bits.get, near) if p is not None], len(bits))
+        index = self._index
+        wanted = _mask([p for p in map(index.get, near) if p is not None], len(index))
         return [(mask & wanted).bit_count() / size if size else 0.0
                 for mask, size in zip(self._masks, self._sizes, strict=True)]
 

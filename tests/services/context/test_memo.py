@@ -158,11 +158,29 @@ def test_section_counts_are_bounded_and_hold_what_they_name() -> None:
             return len(name)
         return counting
 
-    assert memo.count_of(("a", id(held)), held, count("aa")) == 2
-    assert memo.count_of(("a", id(held)), held, count("other")) == 2
+    assert memo.count_of(("a", id(held)), held, count("aa"), lambda: 1) == 2
+    assert memo.count_of(("a", id(held)), held, count("other"), lambda: 1) == 2
     assert calls == ["aa"]
-    memo.count_of("b", None, count("bbb"))
-    memo.count_of("c", None, count("cccc"))
+    memo.count_of("b", None, count("bbb"), lambda: 1)
+    memo.count_of("c", None, count("cccc"), lambda: 1)
     assert memo.counts() == 2
-    assert memo.count_of(("a", id(held)), held, count("aa")) == 2
+    assert memo.count_of(("a", id(held)), held, count("aa"), lambda: 1) == 2
     assert calls == ["aa", "bbb", "cccc", "aa"]
+
+
+def test_section_counts_are_bounded_in_the_characters_they_hold() -> None:
+    """Section counts go, least recently used first, once the texts they hold pass their
+    characters bound, however few they are; one holding over a quarter of it is given but not kept."""
+    memo = BoundedMemo(max_count_chars=100)
+
+    def value(n: int) -> Callable[[], int]:
+        return lambda: n
+
+    for n in range(5):
+        assert memo.count_of(("count", n), None, value(n), value(25)) == n
+    assert memo.counts() == 4
+    assert memo.held_chars() == 100
+    assert memo.count_of("huge", None, value(7), value(26)) == 7
+    assert memo.counts() == 4
+    assert memo.count_of(("count", 4), None, value(-1), value(25)) == 4  # still kept, the newest
+    assert memo.count_of(("count", 0), None, value(-1), value(25)) == -1  # gone first
