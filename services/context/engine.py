@@ -24,6 +24,7 @@ from services.context.hashing import prefix_hashes, sha256_hex
 from services.context.memo import Memo, NoMemo
 from services.context.models import Assembly, BudgetProfile, Item, ItemReport, LayerResult, Window
 from services.context.plan import Plan, holds
+from services.context.precut import split
 from services.context.reduce import State, fit, order_items, verify
 from services.context.screening import check_scope, dropped, screen
 from services.context.templates import resolve_texts
@@ -159,7 +160,15 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
     state = State.start(request, plan, budget, counter.count, memo, screened,
                         resolve_texts(plan, request.language, request.variables, request.facts,
                                       request.instruction))
-    state.kept.update(order_items(plan, screened.items, request.window, memo))
+    # A report of every candidate's fate orders them all; otherwise those that can never fit are
+    # set apart first (services/context/precut.py) and their section's exact count confirms it.
+    ordered, tail = (screened.items, None) if request.explain else split(plan, budget, screened.items, memo)
+    state.kept.update(order_items(plan, ordered, request.window, memo))
+    if tail is not None:
+        if state.counted(tail.section, state.kept[tail.section]) > tail.bound:
+            state.tail = tail
+        else:
+            state.kept.update(order_items(plan, screened.items, request.window, memo))
     lap("screen")
     fit(state, caps_only=True)
     lap("rules")

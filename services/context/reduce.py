@@ -28,6 +28,7 @@ from services.context.budget import cap
 from services.context.memo import Memo
 from services.context.models import Budget, Item, ItemReport, Reduction, Window
 from services.context.plan import Plan, SectionPlan, StepPlan, localize
+from services.context.precut import Tail
 from services.context.render import SEPARATOR, Frame, join_sections, render_section, window_body, wrap
 from services.context.screening import Screened, dropped
 from services.context.trim import first_true, keep_head, keep_tail
@@ -68,6 +69,7 @@ class State:
     sizes: dict[str, int] = field(default_factory=dict)  # section id -> its exact count, while unchanged
     frames: dict[tuple[str, str], Frame] = field(default_factory=dict)  # each part's, for this language
     cues: dict[str, str] = field(default_factory=dict)  # section id -> the cue that replaced it
+    tail: Tail | None = None  # candidates its first step drops, set apart (services/context/precut.py)
 
     @classmethod
     def start(
@@ -110,6 +112,8 @@ class State:
         return texts
 
     def text(self, section_id: str, items: Sequence[Item] | None = None) -> str:
+        if items is None:
+            self.settle(section_id)
         section = self.section(section_id)
         cue = self.cues.get(section_id)
         if cue is not None:  # the section stands replaced by its cue, in its first part's format
@@ -163,8 +167,26 @@ class State:
         self.truncated.add(section_id)
         self.sizes.pop(section_id, None)
 
+    def settle(self, section_id: str) -> None:
+        """Put the candidates set apart from the section back in order, should anything but its
+        first step need the section whole (the plan's shape rules it out: a safeguard)."""
+        tail = self.tail
+        if tail is not None and tail.section == section_id:
+            self.tail = None
+            items = [*self.kept[section_id], *tail.items]
+            self.kept[section_id] = order_items(self.plan, items, self.request.window, self.memo)[section_id]
+
+    def take_tail(self, section_id: str) -> list[Item]:
+        """The candidates set apart from the section, lowest first, for its first step to drop."""
+        tail = self.tail
+        if tail is None or tail.section != section_id:
+            return []
+        self.tail = None
+        return tail.items
+
     def size(self, section_id: str) -> int:
         """The section's exact count as it is now (kept until it changes)."""
+        self.settle(section_id)
         known = self.sizes.get(section_id)
         if known is None:
             known = self.sizes[section_id] = self.counted(section_id, self.kept[section_id])
@@ -342,12 +364,18 @@ def drop_lowest(
     """Returns the items that went and the section's count before (:data:`UNCOUNTED` if the
     section was not counted whole before: the drop did not need it)."""
     if step.groups:
+        state.settle(section_id)
         return _drop_groups(state, section_id, step, target, floor, size)
+    tail = state.take_tail(section_id)
+    if tail:  # the rest counts over any target (checked when they were set apart): they all go
+        size = state.counted(section_id, state.kept[section_id])
     sequence = _sequence(state, section_id, step)
     if step.keep:
         sequence = sequence[:max(len(sequence) - step.keep, 0)]
     stop, before, after = drops_needed(state, section_id, sequence, size, target, floor)
     gone = sequence[:stop]
+    if tail:
+        gone, before = tail + gone, UNCOUNTED  # as it would have been: never counted whole
     state.drop(section_id, gone, _reason(step))
     if after is not None:
         state.sizes[section_id] = after  # counted on the way: the section as the drop left it
