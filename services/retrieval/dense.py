@@ -94,17 +94,24 @@ class SentenceMatrix:
                 for chunk, label, similarity in self.ranked(vector, limit, penalty)]
 
     def ranked(self, vector: Any, limit: int, penalty: float = 0.0) -> list[SentenceMatch]:
-        """What :meth:`nearest` finds, as plain ``(chunk id, project label, similarity)`` tuples: a
-        search's hundreds of matches cost no object each."""
+        """What :meth:`nearest` finds, as plain ``(chunk id, project label, similarity)`` tuples."""
+        rows, similarities = self.top(vector, limit, penalty)
+        project_id, foreign, chunks = self.project_id, self._foreign, self._chunks
+        return [(chunks[row], foreign.get(row, project_id), similarity)
+                for row, similarity in zip(rows.tolist(), similarities.tolist(), strict=True)]
+
+    def top(self, vector: Any, limit: int, penalty: float = 0.0) -> tuple[Any, Any]:
+        """What :meth:`nearest` finds, as arrays: the rows (int64) and their similarities (float32),
+        best first; a search's hundreds of matches cost no object each."""
         import numpy as np
 
         count = len(self.ids)
         query = np.asarray(vector, dtype=np.float32)
         if count == 0 or limit <= 0 or query.shape != (self.matrix.shape[1],):
-            return []
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
         norm = float(np.linalg.norm(query))
         if norm == 0.0:
-            return []
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
         shifted = query / norm
         if penalty and self._centre is not None:
             shifted = (shifted - np.float32(penalty) * self._centre).astype(np.float32)
@@ -115,8 +122,17 @@ class SentenceMatrix:
         else:
             candidates = np.arange(count)
         order = candidates[np.lexsort((candidates, -similarities[candidates]))][:limit]
-        project_id, foreign, chunks = self.project_id, self._foreign, self._chunks
-        rows = order.tolist()
-        return [(chunks[row], foreign.get(row, project_id), similarity)
-                for row, similarity in zip(rows, similarities[order].tolist(), strict=True)]
+        return order.astype(np.int64, copy=False), similarities[order]
 
+    def label(self, row: int) -> str:
+        """The project the store labels row ``row``'s vector with."""
+        return self._foreign.get(row, self.project_id)
+
+    @property
+    def foreign(self) -> bool:
+        """Whether the store labels any row with another project than this matrix's."""
+        return bool(self._foreign)
+
+    def chunk_ids(self) -> list[str]:
+        """Each row's chunk vector id, in row order (a chunk's sentences share one string)."""
+        return list(self._chunks)

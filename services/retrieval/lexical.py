@@ -6,7 +6,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def _words(text: str) -> frozenset[str]:
@@ -78,6 +78,21 @@ def _stem(word: str) -> str:
     return word
 
 
+class LexicalRanking(NamedTuple):
+    """Chunk positions by BM25 score, best first, and their scores (all above 0)."""
+
+    positions: Any  # int64 array
+    scores: Any  # float64 array
+
+    @classmethod
+    def of(cls, found: Sequence[tuple[int, float]]) -> LexicalRanking:
+        """From ``(position, score)`` pairs in rank order."""
+        import numpy as np
+
+        return cls(np.fromiter((p for p, _ in found), np.int64, len(found)),
+                   np.fromiter((s for _, s in found), np.float64, len(found)))
+
+
 class Bm25:
     """An immutable BM25 index over a list of term lists; search returns (position, score).
 
@@ -100,17 +115,25 @@ class Bm25:
             self._index = index
 
     def search(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
-        if self._index is None:
-            return []
-        vocabulary = self._index.vocab_dict
-        known = [vocabulary[t] for t in terms if t in vocabulary]
-        if not known:
-            return []
+        """The ``limit`` best ``(position, score)`` pairs, best first (of equal scores, the first
+        position), leaving out the documents that hold no term."""
+        positions, scores = self.top(terms, limit)
+        return list(zip(positions.tolist(), scores.tolist(), strict=True))
+
+    def top(self, terms: Sequence[str], limit: int) -> LexicalRanking:
+        """What :meth:`search` finds, as a ranking of arrays: positions (int64) and scores (float64,
+        each the float32 sum exactly)."""
         import numpy as np  # loaded with bm25s by then; kept out of the server's start
 
+        vocabulary = self._index.vocab_dict if self._index is not None else {}
+        known = [vocabulary[t] for t in terms if t in vocabulary]
+        if not known:
+            return LexicalRanking(np.zeros(0, np.int64), np.zeros(0, np.float64))
         scores = self._scores(known)
         top = np.argsort(-scores, kind="stable")[:limit]
-        return [(i, s) for i, s in zip(top.tolist(), scores[top].tolist(), strict=True) if s > 0]
+        found = scores[top].astype(np.float64)
+        held = found > 0
+        return LexicalRanking(top[held].astype(np.int64, copy=False), found[held])
 
     def _scores(self, term_ids: Sequence[int]) -> Any:
         import numpy as np

@@ -27,9 +27,17 @@ from services.retrieval.chunking import content_hash
 from services.retrieval.dense import SentenceMatrix
 from services.retrieval.embeddings import Embedder, embed_queries
 from services.retrieval.indexer import Indexer, IndexStopped, SyncReport
-from services.retrieval.lexical import Terms
+from services.retrieval.lexical import LexicalRanking, Terms
 from services.retrieval.query import DenseQuery, combine
-from services.retrieval.search import Exclusion, Hit, Mode, Snapshot, dense_weight, fuse, hub_penalty
+from services.retrieval.search import (
+    Exclusion,
+    Hit,
+    Mode,
+    Snapshot,
+    dense_weight,
+    fuse,
+    hub_penalty,
+)
 from services.retrieval.store import ChunkRecord, ChunkStore
 from services.retrieval.vectors import VectorIndex
 from services.retrieval.watcher import watch_documents
@@ -441,19 +449,21 @@ class Retrieval:
 
     def _search(self, project_id: str, snapshot: Snapshot, query: str, dense_query: str | DenseQuery,
                 limit: int, mode: Mode, exclude: Exclusion | None) -> list[Hit]:
-        dense: list[tuple[int, str, float]] = []
+        dense = snapshot.dense_positions(())
         vector = self._query_vector(project_id, snapshot, dense_query) if mode != "lexical" else None
         if vector is not None:
             # Hybrid scores give nothing to chunks past the dense floor rank, so DENSE_SENTENCES
             # are plenty; dense alone ranks and scores them all (several sentences may share a chunk).
             wanted = 4 * limit if mode == "dense" else DENSE_SENTENCES
-            if snapshot.vectors is not None:
-                matches = snapshot.vectors.ranked(vector, wanted, hub_penalty(self._indexer.state.embedding))
+            matrix = snapshot.vectors
+            if matrix is not None:
+                rows, similarities = matrix.top(vector, wanted, hub_penalty(self._indexer.state.embedding))
+                dense = snapshot.dense_rows(matrix, rows, similarities)
             else:  # Chroma's approximate search: only the head's labels matter in hybrid fusion
-                matches = [(hit.chunk_id, hit.project_id, hit.similarity) for hit in self._vectors.query(
-                    project_id, vector, wanted, labelled=None if mode == "dense" else LABELLED_SENTENCES)]
-            dense = snapshot.dense_positions(matches)
-        lexical = [] if mode == "dense" else snapshot.lexical.search(
+                labelled = None if mode == "dense" else LABELLED_SENTENCES
+                found = self._vectors.query(project_id, vector, wanted, labelled=labelled)
+                dense = snapshot.dense_positions([(h.chunk_id, h.project_id, h.similarity) for h in found])
+        lexical = LexicalRanking.of(()) if mode == "dense" else snapshot.lexical.top(
             self._terms(query, partial(self._query_terms.get_or_make, project_id)), 2 * limit)
         return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude,
                     dense_weight=dense_weight(self._indexer.state.embedding))
