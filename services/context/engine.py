@@ -161,14 +161,10 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
                         resolve_texts(plan, request.language, request.variables, request.facts,
                                       request.instruction))
     # A report of every candidate's fate orders them all; otherwise those that can never fit are
-    # set apart first (services/context/precut.py) and their section's exact count confirms it.
-    ordered, tail = (screened.items, None) if request.explain else split(plan, budget, screened.items, memo)
+    # set apart first, for their section's first step (services/context/precut.py).
+    explained = request.explain
+    ordered, state.tail = (screened.items, None) if explained else split(plan, budget, screened.items, memo)
     state.kept.update(order_items(plan, ordered, request.window, memo))
-    if tail is not None:
-        if state.counted(tail.section, state.kept[tail.section]) > tail.bound:
-            state.tail = tail
-        else:
-            state.kept.update(order_items(plan, screened.items, request.window, memo))
     lap("screen")
     fit(state, caps_only=True)
     lap("rules")

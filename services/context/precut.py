@@ -3,15 +3,16 @@
 A section whose first reduction is the plan's first ``fit`` step, a ``drop_lowest`` in key
 order, loses whole items lowest key first until it fits a target that is never more than the
 budget's total (or the step's floor, when that is larger): the room the rest of the prompt leaves.
-So when the section holding only its highest items already counts over that bound, every item
-below them is dropped by that step, whatever the rest of the prompt holds. With hundreds of
-retrieved passages and room for a dozen, most of an assembly's candidates are such items.
+When its highest items alone count over that target, every item below them goes. With hundreds
+of retrieved passages and room for a dozen, most of an assembly's candidates are such items.
 
-:func:`split` sets them apart before ordering; the engine checks the bound with the section's
-exact count (and orders them back in when it does not hold), and the step drops them first, as
-part of what it drops: its reduction's ``before`` estimate counts them and an audited part logs
-their ids, so the result is the one the step gives with every candidate ordered and fitted. Only
-when no report of every candidate's fate is asked for (explain off): such a report orders them all.
+:func:`split` sets apart the candidates below the highest ones that hold an eighth more tokens
+than the total, before ordering; the step then drops from the rest. If it has to drop any, the
+rest counts over the target (removing an item never makes a section count more, as the drop's
+own search assumes), so the candidates set apart go first, as part of its drop: its reduction's
+estimated ``before`` counts them, as it would have. If the rest fits after all, they are ordered
+back in and the step runs on every candidate. Only when no report of every candidate's fate is
+asked for (explain off): such a report orders them all.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.context.memo import Memo
+from services.context.memo import Memo, NaturalId
 from services.context.models import Budget, Item
 from services.context.plan import Plan, StepPlan
 
@@ -30,12 +31,12 @@ class Tail:
 
     section: str
     items: list[Item]
-    bound: int  # the section's other items must count more than this for the split to hold
 
 
 def first_drop(plan: Plan) -> StepPlan | None:
     """The plan's first ``fit`` step, when it drops whole items in key order from a section that
-    nothing counts before it (no ``cap`` step of its own) and that holds no window; else None."""
+    nothing counts before it (no ``cap`` step of its own), that holds no window and whose drops are
+    not logged by id (the ids of tied items set apart could be logged in another order); else None."""
     active = {s.id for s in plan.sections}
     fits = [s for s in plan.trim if s.target == "fit" and s.section in active]
     if not fits:
@@ -46,34 +47,48 @@ def first_drop(plan: Plan) -> StepPlan | None:
             or any(s.section == step.section and s.target == "cap" for s in plan.trim)):
         return None
     section = next((s for s in plan.sections if s.id == step.section), None)
-    if section is None or section.window_part is not None:
+    if section is None or section.window_part is not None or any(p.audit for p in section.parts):
         return None
     return step
 
 
 def split(plan: Plan, budget: Budget, items: Sequence[Item], memo: Memo) -> tuple[list[Item], Tail | None]:
     """``items`` without the first drop's lowest candidates that its section cannot hold, and
-    those (None when there are none). The highest candidates kept hold at least an eighth more
-    tokens than the bound, so that the exact check of the engine rarely fails."""
+    those (None when there are none). The highest candidates kept hold an eighth more tokens than
+    the bound, so that the step rarely finds the rest within its target and needs them back."""
     step = first_drop(plan)
     if step is None:
         return list(items), None
     floor = budget.minimums.get(step.section, 0) if step.floor == "minimum" else 0
     bound = max(budget.total, floor)
-    candidates = [i for i in items if i.layer == step.section
-                  and (step.origin is None or i.origin == step.origin)
-                  and (step.parts is None or i.section in step.parts)]
     natural = memo.natural_id
-    candidates.sort(key=lambda i: (i.key, natural(i.id)))  # as the step drops them: lowest first
+    # The step's order (reduce._sequence): part after part as the step lists them, each lowest key
+    # first, then oldest first.
+    rank = {part: n for n, part in enumerate(step.parts or ())}
+    candidates = [(rank.get(i.section, 0), i.key, natural(i.id), i) for i in items
+                  if i.layer == step.section and (step.origin is None or i.origin == step.origin)
+                  and (step.parts is None or i.section in rank)]
+    candidates.sort(key=_order)
     wanted = bound + bound // 8 + 32
     held = 0
-    for start in range(len(candidates) - 1, 0, -1):
-        held += max(candidates[start].tokens, 0) + 1
-        if held > wanted:
-            tail = candidates[:start]
-            gone = {id(i) for i in tail}
-            return [i for i in items if id(i) not in gone], Tail(step.section, tail, bound)
-    return list(items), None
+    start = len(candidates)
+    while start > 1 and held <= wanted:
+        start -= 1
+        held += max(candidates[start][3].tokens, 0) + 1
+    if held <= wanted:
+        return list(items), None
+    # Items tied with the first one kept may be dropped in either order: they all stay.
+    while start > 0 and _order(candidates[start - 1]) == _order(candidates[start]):
+        start -= 1
+    if start == 0:
+        return list(items), None
+    tail = [entry[3] for entry in candidates[:start]]
+    gone = {id(i) for i in tail}
+    return [i for i in items if id(i) not in gone], Tail(step.section, tail)
+
+
+def _order(entry: tuple[int, float, NaturalId, Item]) -> tuple[int, float, NaturalId]:
+    return entry[0], entry[1], entry[2]
 
 
 __all__ = ["Tail", "first_drop", "split"]

@@ -367,15 +367,19 @@ def drop_lowest(
         state.settle(section_id)
         return _drop_groups(state, section_id, step, target, floor, size)
     tail = state.take_tail(section_id)
-    if tail:  # the rest counts over any target (checked when they were set apart): they all go
-        size = state.counted(section_id, state.kept[section_id])
     sequence = _sequence(state, section_id, step)
     if step.keep:
         sequence = sequence[:max(len(sequence) - step.keep, 0)]
     stop, before, after = drops_needed(state, section_id, sequence, size, target, floor)
-    gone = sequence[:stop]
     if tail:
-        gone, before = tail + gone, UNCOUNTED  # as it would have been: never counted whole
+        if not stop:  # the rest fits: the candidates set apart might stay, so they are ordered back in
+            state.tail = Tail(section_id, tail)
+            state.settle(section_id)
+            return drop_lowest(state, section_id, step, target, floor, size)
+        # The rest counts over the target (a drop was needed), so every candidate below it goes too:
+        # they go first, and the section was never counted whole, as without setting them apart.
+        before = UNCOUNTED
+    gone = [*tail, *sequence[:stop]]
     state.drop(section_id, gone, _reason(step))
     if after is not None:
         state.sizes[section_id] = after  # counted on the way: the section as the drop left it

@@ -14,7 +14,7 @@ from services.context.engine import Request, assemble
 from services.context.memo import NoMemo
 from services.context.models import Assembly, BudgetProfile, Item
 from services.context.plan import Plan
-from tests.services.context.builders import part, plan, section, step
+from tests.services.context.builders import part, plan, request, section, step, thing
 from tests.services.context.factory import PROJECT, counter, item, novel_plan, window
 
 CHUNK = "灯塔的第三级台阶下藏着一把生锈的钥匙，海风从门缝里灌进来。"
@@ -69,6 +69,44 @@ def test_no_section_is_set_apart_when_its_first_step_might_keep_what_the_bound_e
     assert precut.first_drop(shape) is None
 
 
+def test_a_section_whose_drops_are_logged_by_id_sets_nothing_apart() -> None:
+    """An audited part logs the ids its drops remove, in the order they go: tied items set apart
+    could be named in another order, so such a section keeps every candidate."""
+    shape = plan(section("a", part("x", audit=True)), trim=[step("a", "drop_lowest")])
+    assert precut.first_drop(shape) is None
+
+
+@pytest.mark.parametrize("parts", [("y", "x"), ("x", "y"), None])
+def test_a_step_over_several_parts_sets_apart_in_its_own_part_order(parts: tuple[str, ...] | None) -> None:
+    """A step that lists parts drops one part after the other: what is set apart is the start of that
+    order; every answer is the explained one."""
+    shape = plan(section("a", part("x"), part("y")), section("b", part("z")),
+                 trim=[step("a", "drop_lowest", parts=parts), step("b", "drop_lowest")])
+    items = [thing(f"x:{n}", "a", "x", f"{n} {CHUNK * 2}", key=(n % 4) / 4) for n in range(30)]
+    items += [thing(f"y:{n}", "a", "y", f"{n} {CHUNK * 2}", key=(n % 3) / 3) for n in range(30)]
+    items += [thing(f"z:{n}", "b", "z", CHUNK, key=n) for n in range(3)]
+    the_request = replace(request(shape, items, total=900), explain=False)
+    budget = make_budget(the_request.profile, shape, 0)
+    kept, tail = precut.split(shape, budget, items, NoMemo())
+    assert tail is not None
+    if parts is not None:  # the first part listed goes first, whole, then the next
+        order = [i.section for i in tail.items]
+        assert order == sorted(order, key=parts.index)
+        assert parts[1] not in order or order.count(parts[0]) == 30
+    assert len(kept) + len(tail.items) == len(items)
+    assert _same_as_explained(the_request)
+
+
+def test_candidates_the_step_orders_as_equals_are_never_split() -> None:
+    """Items of equal key whose ids name the same number (``x:1``, ``x:01``) may go in either order:
+    when all of them tie, nothing is set apart."""
+    shape = plan(section("a", part("x")), trim=[step("a", "drop_lowest")])
+    items = [thing(f"x:{'0' * n}1", "a", "x", f"{n} {CHUNK * 2}") for n in range(40)]
+    the_request = replace(request(shape, items, total=300), explain=False)
+    assert precut.split(shape, make_budget(the_request.profile, shape, 0), items, NoMemo())[1] is None
+    assert _same_as_explained(the_request)
+
+
 def test_only_the_first_fit_step_may_set_candidates_apart() -> None:
     """A later section's drop runs after steps that count it whole as the rest of the prompt."""
     shape = plan(section("a", part("x")), section("b", part("y")),
@@ -87,11 +125,11 @@ def test_split_keeps_the_highest_candidates_over_the_bound_and_sets_the_rest_apa
     budget = make_budget(request.profile, request.plan, request.system_prompt_tokens)
     kept, tail = precut.split(request.plan, budget, request.items, NoMemo())
     assert tail is not None
-    assert (tail.section, tail.bound) == ("retrieved", budget.total)
+    assert tail.section == "retrieved"
     assert kept[0] is rule
     assert [i.key for i in tail.items] == sorted(i.key for i in tail.items)
     assert max(i.key for i in tail.items) <= min(i.key for i in kept if i.layer == "retrieved")
-    assert sum(i.tokens for i in kept if i.layer == "retrieved") > tail.bound
+    assert sum(i.tokens for i in kept if i.layer == "retrieved") > budget.total
     assert len(kept) + len(tail.items) == len(request.items)
 
 
@@ -117,8 +155,8 @@ def test_assembly_with_candidates_set_apart_answers_as_with_all_ordered() -> Non
 
 
 def test_counts_that_overstate_put_the_candidates_back_in_order() -> None:
-    """Items claiming far more tokens than their text holds pass the split's guess but not the exact
-    count of their section: every candidate is ordered and fitted as without the split."""
+    """Items claiming far more tokens than their text holds pass the split's guess, but the rest fits
+    its target: every candidate is ordered back in and fitted as without the split."""
     passages = tuple(replace(p, tokens=p.tokens * 40) for p in _passages(40, repeat=1))
     request = _request(passages, context_window=3000)
     budget = make_budget(request.profile, request.plan, request.system_prompt_tokens)
