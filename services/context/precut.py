@@ -7,11 +7,11 @@ When its highest items alone count over that target, every item below them goes.
 of retrieved passages and room for a dozen, most of an assembly's candidates are such items.
 
 :func:`split` sets apart the candidates below the highest ones that hold an eighth more tokens
-than the total, before ordering; the step then drops from the rest. If it has to drop any, the
-rest counts over the target (removing an item never makes a section count more, as the drop's
-own search assumes), so the candidates set apart go first, as part of its drop: its reduction's
-estimated ``before`` counts them, as it would have. If the rest fits after all, they are ordered
-back in and the step runs on every candidate. Only when no report of every candidate's fate is
+than the total, before ordering. The step counts the rest exactly (neighbouring assemblies with
+the same rest share the count): when it is over the target, so is every larger set (removing an
+item never makes a section count more, as the drop's own search assumes), and the candidates set
+apart go first, as part of its drop: its reduction's estimated ``before`` counts them, as it would
+have. If the rest fits after all, they are ordered back in and the step runs on every candidate. Only when no report of every candidate's fate is
 asked for (explain off): such a report orders them all.
 """
 

@@ -370,7 +370,10 @@ def drop_lowest(
     sequence = _sequence(state, section_id, step)
     if step.keep:
         sequence = sequence[:max(len(sequence) - step.keep, 0)]
-    stop, before, after = drops_needed(state, section_id, sequence, size, target, floor)
+    # With candidates set apart, the rest's exact count (kept in the memo for its neighbours) tells
+    # whether it is over the target, and where the search for the stopping point starts.
+    known = state.counted(section_id, state.kept[section_id]) if tail else size
+    stop, before, after = drops_needed(state, section_id, sequence, known, target, floor)
     if tail:
         if not stop:  # the rest fits: the candidates set apart might stay, so they are ordered back in
             state.tail = Tail(section_id, tail)
