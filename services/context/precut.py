@@ -11,8 +11,9 @@ than the total, before ordering. The step counts the rest exactly (neighbouring 
 the same rest share the count): when it is over the target, so is every larger set (removing an
 item never makes a section count more, as the drop's own search assumes), and the candidates set
 apart go first, as part of its drop: its reduction's estimated ``before`` counts them, as it would
-have. If the rest fits after all, they are ordered back in and the step runs on every candidate. Only when no report of every candidate's fate is
-asked for (explain off): such a report orders them all.
+have. If the rest fits after all, they are ordered back in and the step runs on every candidate.
+Only when no report of every candidate's fate is asked for (explain off): such a report orders
+them all.
 """
 
 from __future__ import annotations
