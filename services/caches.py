@@ -32,12 +32,39 @@ class _Missing:
 _MISSING = _Missing()
 
 
-class _Partition(Generic[K, V]):
-    __slots__ = ("entries", "size")
+class SizedLru(Generic[K, V]):
+    """Values by key with their sizes, least recently used first out past ``max_entries`` or a
+    total size of ``max_size``. Not locked: its owner locks."""
 
-    def __init__(self) -> None:
+    __slots__ = ("entries", "max_entries", "max_size", "size")
+
+    def __init__(self, max_entries: int, max_size: int) -> None:
         self.entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self.max_entries = max_entries
+        self.max_size = max_size
         self.size = 0
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, key: K) -> tuple[V, int] | None:
+        """The kept ``(value, size)``, or None; a hit becomes the most recently used."""
+        entry = self.entries.get(key)
+        if entry is not None:
+            self.entries.move_to_end(key)
+        return entry
+
+    def put(self, key: K, value: V, size: int) -> None:
+        """Keep ``value`` (in place of any under ``key``), then drop the least recently used past the
+        bounds."""
+        old = self.entries.pop(key, None)
+        if old is not None:
+            self.size -= old[1]
+        self.entries[key] = (value, size)
+        self.size += size
+        while len(self.entries) > self.max_entries or self.size > self.max_size:
+            _, (_, dropped) = self.entries.popitem(last=False)
+            self.size -= dropped
 
 
 class ProjectCache(Generic[K, V]):
@@ -56,7 +83,7 @@ class ProjectCache(Generic[K, V]):
         self.max_projects = max_projects
         self._size = size
         self._lock = threading.Lock()
-        self._projects: OrderedDict[str, _Partition[K, V]] = OrderedDict()
+        self._projects: OrderedDict[str, SizedLru[K, V]] = OrderedDict()
 
     def get(self, project_id: str, key: K) -> V | None:
         """The kept value, or None (and it becomes the project's most recently used)."""
@@ -80,16 +107,9 @@ class ProjectCache(Generic[K, V]):
         with self._lock:
             partition = self._projects.get(project_id)
             if partition is None:
-                partition = self._projects[project_id] = _Partition()
+                partition = self._projects[project_id] = SizedLru(self.max_entries, self.max_size)
             self._projects.move_to_end(project_id)
-            old = partition.entries.pop(key, None)
-            if old is not None:
-                partition.size -= old[1]
-            partition.entries[key] = (value, size)
-            partition.size += size
-            while len(partition.entries) > self.max_entries or partition.size > self.max_size:
-                _, (_, dropped) = partition.entries.popitem(last=False)
-                partition.size -= dropped
+            partition.put(key, value, size)
             while len(self._projects) > self.max_projects:
                 self._projects.popitem(last=False)
 
@@ -106,7 +126,7 @@ class ProjectCache(Generic[K, V]):
         """How many entries ``project_id`` has kept."""
         with self._lock:
             partition = self._projects.get(project_id)
-            return len(partition.entries) if partition else 0
+            return len(partition) if partition else 0
 
     def size(self, project_id: str) -> int:
         """The total size of ``project_id``'s kept entries."""
@@ -124,10 +144,9 @@ class ProjectCache(Generic[K, V]):
             partition = self._projects.get(project_id)
             if partition is None:
                 return _MISSING
-            entry = partition.entries.get(key)
+            entry = partition.get(key)
             if entry is None:
                 return _MISSING
-            partition.entries.move_to_end(key)
             self._projects.move_to_end(project_id)
             return entry[0]
 

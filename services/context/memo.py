@@ -12,7 +12,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any, Protocol, cast
+from typing import Protocol
+
+from services.caches import SizedLru
 
 NaturalId = tuple[str, int, str]
 
@@ -40,46 +42,6 @@ class Memo(Protocol):
 # each request (pages of a book) must not keep a thousand requests' worth.
 SECTION_COUNTS = 1024
 SECTION_COUNT_CHARS = 8_000_000
-_MISSING = object()
-
-
-class _Kept:
-    """Values by key, least recently used first out past ``max_entries`` or ``max_chars``; a value
-    holding over a quarter of ``max_chars`` on its own is not kept. Not locked: its owner locks."""
-
-    def __init__(self, max_entries: int, max_chars: int) -> None:
-        self._max_entries = max_entries
-        self._max_chars = max_chars
-        self._chars = 0
-        self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    @property
-    def chars(self) -> int:
-        return self._chars
-
-    def get(self, key: Hashable) -> Any:
-        found = self._entries.get(key)
-        if found is None:
-            return _MISSING
-        self._entries.move_to_end(key)
-        return found[0]
-
-    def put(self, key: Hashable, value: Any, chars: int) -> None:
-        if chars > self._max_chars // 4:
-            return
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self._chars -= old[1]
-        self._entries[key] = (value, chars)
-        self._chars += chars
-        while len(self._entries) > self._max_entries or self._chars > self._max_chars:
-            _, (_, dropped) = self._entries.popitem(last=False)
-            self._chars -= dropped
-
-
 def norm(text: str) -> str:
     return "".join(text.split())
 
@@ -120,7 +82,8 @@ class BoundedMemo:
         self._chars = 0
         self._norms: dict[str, str] = {}
         self._ids: dict[str, NaturalId] = {}
-        self._counts = _Kept(max_counts, max_count_chars)
+        # Kept section counts: the items and texts they name, and the count.
+        self._counts: SizedLru[Hashable, tuple[object, int]] = SizedLru(max_counts, max_count_chars)
         self._lock = threading.Lock()
 
     def norm(self, text: str) -> str:
@@ -153,11 +116,13 @@ class BoundedMemo:
                  chars: Callable[[], int]) -> int:
         with self._lock:
             found = self._counts.get(key)
-        if found is not _MISSING:
-            return cast(int, found[1])
+        if found is not None:
+            return found[0][1]
         value = count()
-        with self._lock:
-            self._counts.put(key, (held, value), chars())
+        size = chars()
+        if size <= self._counts.max_size // 4:  # one huge section would evict every other count
+            with self._lock:
+                self._counts.put(key, (held, value), size)
         return value
 
     def counts(self) -> int:
@@ -168,8 +133,7 @@ class BoundedMemo:
     def held_chars(self) -> int:
         """The characters of text the kept section counts hold."""
         with self._lock:
-            return self._counts.chars
-
+            return self._counts.size
 
 
 class ProjectMemos:
