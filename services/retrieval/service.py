@@ -56,6 +56,9 @@ DENSE_SENTENCES = 400
 # checked. The chunks that can score in hybrid fusion (DENSE_FLOOR_RANK of them) come from these;
 # the rest are placed by their ids.
 LABELLED_SENTENCES = 100
+# Sentence rows from which a held search's matrix product goes to a worker thread: the hop and the
+# GIL handoffs cost about 0.1 ms, the product about 0.1 ms per 1,000 rows of 384 dimensions here.
+THREADED_ROWS = 2048
 DENSE_QUERY_CHARS = 600  # the encoder's cost grows with the text (~25 ms per 500 characters)
 # Index passes that embedded this many sentences freed the encoder's working arrays (megabytes),
 # which the allocator keeps unless asked to give them back; a keystroke's pass embeds one or two.
@@ -426,17 +429,19 @@ class Retrieval:
 
     async def _run_search(self, project: _Project, snapshot: Snapshot, key: _SearchKey) -> tuple[Hit, ...]:
         _, query, dense, limit, mode, exclude = key
-        search = partial(self._search, project.project_id, snapshot, query, dense, limit, mode, exclude)
         try:
-            # A search held in memory takes a few milliseconds of mostly GIL-holding Python: a worker
-            # thread would not run it beside other work, only contend with the loop for the GIL (a
-            # fifth more CPU per assembly at 500 at once, docs/performance.md). One that reads the
-            # vector store or runs the encoder goes to a thread.
+            # A search held in memory is mostly GIL-holding Python, run here: a worker thread would not
+            # run it beside other work, only contend with the loop for the GIL (a fifth more CPU per
+            # assembly at 500 at once, docs/performance.md). Its matrix product releases the GIL and
+            # goes to a thread (:meth:`_search_held`). One that reads the vector store or runs the
+            # encoder goes to a thread whole.
             if self._in_memory(project.project_id, snapshot, dense, mode):
                 await asyncio.sleep(0)  # frames that came meanwhile are read before the loop is held
-                hits = tuple(search())
+                hits = tuple(await self._search_held(project.project_id, snapshot, query, dense, limit,
+                                                     mode, exclude))
             else:
-                hits = tuple(await asyncio.to_thread(search))
+                hits = tuple(await asyncio.to_thread(self._search, project.project_id, snapshot, query,
+                                                     dense, limit, mode, exclude))
         except Exception:
             project.verify = True  # the vector store may be damaged: the next pass checks and repairs it
             project.schedule(())
@@ -447,14 +452,41 @@ class Retrieval:
             self._results.put(project.project_id, key, hits)
         return hits
 
+    async def _search_held(self, project_id: str, snapshot: Snapshot, query: str,
+                           dense_query: str | DenseQuery, limit: int, mode: Mode,
+                           exclude: Exclusion | None) -> list[Hit]:
+        """:meth:`_search` of a search held in memory, its exact dense product (a matrix-vector
+        product over every sentence row, memory-bound and GIL-free) on a worker thread while BM25
+        ranks here: under load the product runs on the core the event loop does not hold."""
+        matrix = snapshot.vectors
+        if matrix is None or mode == "lexical" or len(matrix) < THREADED_ROWS:
+            return self._search(project_id, snapshot, query, dense_query, limit, mode, exclude)
+        vector = self._query_vector(project_id, snapshot, dense_query)
+        if vector is None:
+            return self._search(project_id, snapshot, query, dense_query, limit, mode, exclude)
+        product = asyncio.ensure_future(asyncio.to_thread(
+            matrix.top, vector, _sentences_wanted(mode, limit), hub_penalty(self._indexer.state.embedding)))
+        try:
+            lexical = self._lexical(project_id, snapshot, query, limit, mode)
+        finally:
+            rows, similarities = await product
+        dense = snapshot.dense_rows(matrix, rows, similarities)
+        return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude,
+                    dense_weight=dense_weight(self._indexer.state.embedding))
+
+    def _lexical(self, project_id: str, snapshot: Snapshot, query: str, limit: int,
+                 mode: Mode) -> LexicalRanking:
+        if mode == "dense":
+            return LexicalRanking.of(())
+        return snapshot.lexical.top(self._terms(query, partial(self._query_terms.get_or_make, project_id)),
+                                    2 * limit)
+
     def _search(self, project_id: str, snapshot: Snapshot, query: str, dense_query: str | DenseQuery,
                 limit: int, mode: Mode, exclude: Exclusion | None) -> list[Hit]:
         dense = snapshot.dense_positions(())
         vector = self._query_vector(project_id, snapshot, dense_query) if mode != "lexical" else None
         if vector is not None:
-            # Hybrid scores give nothing to chunks past the dense floor rank, so DENSE_SENTENCES
-            # are plenty; dense alone ranks and scores them all (several sentences may share a chunk).
-            wanted = 4 * limit if mode == "dense" else DENSE_SENTENCES
+            wanted = _sentences_wanted(mode, limit)
             matrix = snapshot.vectors
             if matrix is not None:
                 rows, similarities = matrix.top(vector, wanted, hub_penalty(self._indexer.state.embedding))
@@ -463,8 +495,7 @@ class Retrieval:
                 labelled = None if mode == "dense" else LABELLED_SENTENCES
                 found = self._vectors.query(project_id, vector, wanted, labelled=labelled)
                 dense = snapshot.dense_positions([(h.chunk_id, h.project_id, h.similarity) for h in found])
-        lexical = LexicalRanking.of(()) if mode == "dense" else snapshot.lexical.top(
-            self._terms(query, partial(self._query_terms.get_or_make, project_id)), 2 * limit)
+        lexical = self._lexical(project_id, snapshot, query, limit, mode)
         return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude,
                     dense_weight=dense_weight(self._indexer.state.embedding))
 
@@ -564,6 +595,12 @@ class Retrieval:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(30):
                 await asyncio.to_thread(partial(self._indexing.shutdown, wait=True, cancel_futures=True))
+
+
+def _sentences_wanted(mode: Mode, limit: int) -> int:
+    """Hybrid scores give nothing to chunks past the dense floor rank, so DENSE_SENTENCES are plenty;
+    dense alone ranks and scores them all (several sentences may share a chunk)."""
+    return 4 * limit if mode == "dense" else DENSE_SENTENCES
 
 
 def _busy(project: _Project) -> bool:

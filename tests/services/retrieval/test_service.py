@@ -23,7 +23,7 @@ from services.retrieval import Standalone, build_retrieval
 from services.retrieval.chunking import content_hash
 from services.retrieval.provider import RetrievalProvider
 from services.retrieval.query import DenseQuery, combine, settled
-from services.retrieval.search import Exclusion
+from services.retrieval.search import Exclusion, Mode
 from services.retrieval.store import ChunkStore
 from services.sources.base import GatherContext
 from services.sources.window import cut_window
@@ -418,3 +418,41 @@ async def test_a_search_held_in_memory_runs_on_the_loop_and_one_that_embeds_runs
     unseen = DenseQuery(("这是一个索引里没有的句子。",), "", document)
     assert await thread_of(before + "新", unseen) != loop
     assert await thread_of(before + "新句", unseen) == loop  # embedded once, then cached
+
+
+async def test_a_held_search_over_many_rows_multiplies_on_a_thread_and_answers_as_on_the_loop(
+        standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past THREADED_ROWS sentence rows, a search held in memory runs its matrix product on a worker
+    thread (BM25 ranks on the loop meanwhile) and answers the very hits, scores and order of the same
+    search run whole on the loop, in each mode."""
+    from services.retrieval import service as retrieval_service
+    from services.retrieval.dense import SentenceMatrix
+
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    await retrieval.index_project("p1", root)
+    await retrieval.wait_idle("p1")
+    document = "卷一/第05章.md"
+    before = settled((root / document).read_text(encoding="utf-8")[:400])
+    dense = DenseQuery.before_cursor(before, "", document)
+    threads: list[int] = []
+    real_top = SentenceMatrix.top
+
+    def top(matrix: SentenceMatrix, *args: Any) -> Any:
+        threads.append(threading.get_ident())
+        return real_top(matrix, *args)
+
+    monkeypatch.setattr(SentenceMatrix, "top", top)
+    answers: dict[int, list[Any]] = {}
+    modes: list[tuple[Mode, str]] = [("hybrid", ""), ("dense", "。"), ("lexical", "，")]
+    for rows in (10**9, 0):  # whole on the loop, then the product on a thread
+        monkeypatch.setattr(retrieval_service, "THREADED_ROWS", rows)
+        retrieval._results.drop("p1")
+        answers[rows] = [await retrieval.search("p1", before + suffix, dense_query=dense, mode=mode,
+                                                exclude=Exclusion(document, 400))
+                         for mode, suffix in modes]
+    assert threads[:2] == [threading.get_ident()] * 2
+    assert len(threads) == 4
+    assert threading.get_ident() not in threads[2:]
+    assert answers[0] == answers[10**9]
+    assert all(answers[0][:2])
