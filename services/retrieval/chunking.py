@@ -140,18 +140,26 @@ def passages(text: str, limit: int | None = MAX_PASSAGES) -> list[str]:
     answers it better than the whole chunk around it. Short sentences join the next; past ``limit``
     (None: no limit), the rest are one passage."""
     found: list[str] = []
+    for run in passage_runs(text):
+        if len(run.strip()) >= MIN_PASSAGE_CHARS or not found:
+            found.append(run.strip())
+        else:  # the last sentences, too short together: they join the passage before
+            found[-1] += run.rstrip()
+    if limit is not None and len(found) > limit:
+        found[limit - 1:] = ["".join(found[limit - 1:])]
+    return found
+
+
+def passage_runs(text: str) -> Iterator[str]:
+    """The sentences of ``text`` as :func:`passages` groups them, unstripped: each run of consecutive
+    sentences (a line break between two is left out) that holds :data:`MIN_PASSAGE_CHARS` once
+    stripped; the last run may hold fewer (:func:`passages` joins it to the one before)."""
     pending = ""
     for line in _PARAGRAPH.finditer(text):
         for start, end in _sentences(text, line.start(), line.end()):
             pending += text[start:end]
             if len(pending.strip()) >= MIN_PASSAGE_CHARS:
-                found.append(pending.strip())
+                yield pending
                 pending = ""
     if pending.strip():
-        if found:
-            found[-1] += pending.rstrip()
-        else:
-            found.append(pending.strip())
-    if limit is not None and len(found) > limit:
-        found[limit - 1:] = ["".join(found[limit - 1:])]
-    return found
+        yield pending

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.retrieval.chunking import passages
+from services.retrieval.chunking import MIN_PASSAGE_CHARS, passage_runs
 
 # Measured on the evaluation corpus (docs/retrieval.md, "The dense query of an assembly"): the
 # sentence nearest the cursor carries the topic, older ones mostly dilute it; the instruction and the
@@ -47,20 +47,27 @@ class DenseQuery:
 
 
 def context_sentences(before: str, chars: int = CONTEXT_CHARS, limit: int = CONTEXT_SENTENCES) -> list[str]:
-    """The sentences of the last ``chars`` characters of ``before``, at most ``limit``, oldest first.
+    """The sentences of the last ``chars`` characters of ``before``, at most ``limit``, oldest first,
+    each a passage the index holds when ``before`` is indexed text.
 
     The text is taken from the start of a line, so that it is cut into sentences as the index
     cut the chunk that holds it (:func:`chunking.passages`), and a sentence cut in half by the
-    ``chars`` limit is left out.
+    ``chars`` limit is left out. So is a last sentence too short to stand alone: the index joins it
+    to the sentence after it, which the writer has not written yet (as the sentence being typed,
+    it is not settled); joined to the one before it, it would be a passage the index lacks, and
+    every such query would have to be embedded.
     """
     start = max(0, len(before) - chars)
+    first = 0
     if start:
         line = before.find("\n", start - 1)
         start = line + 1 if line != -1 else len(before)
         if start >= len(before):  # one long paragraph: from the first sentence that starts in range
-            found = passages(before[len(before) - chars:], None)
-            return found[1:][-limit:]
-    return passages(before[start:], None)[-limit:]
+            start, first = len(before) - chars, 1
+    runs = [run.strip() for run in passage_runs(before[start:])][first:]
+    if runs and len(runs[-1]) < MIN_PASSAGE_CHARS:
+        runs.pop()
+    return runs[-limit:]
 
 
 # Where a sentence ends, as chunking cuts them: Chinese 。！？；…, or . ! ? before a space, a closer or

@@ -1,11 +1,24 @@
-"""The dense query's arithmetic: how sentence vectors and the instruction's vector combine, and the
-bounded cache of sentence vectors."""
+"""The dense query: which sentences before the cursor make it, how their vectors and the
+instruction's combine, and the bounded cache of sentence vectors."""
 
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from services.retrieval.query import INSTRUCTION_WEIGHT, RECENCY, SentenceVectors, combine
+from services.retrieval.chunking import MIN_PASSAGE_CHARS, chunk_text, passages
+from services.retrieval.query import (
+    INSTRUCTION_WEIGHT,
+    RECENCY,
+    SentenceVectors,
+    combine,
+    context_sentences,
+    settled,
+)
+from services.tokenizer import resolve_tokenizer
+
+COUNT = resolve_tokenizer().count
 
 
 def test_the_nearest_sentence_weighs_most_and_the_instruction_half() -> None:
@@ -31,3 +44,46 @@ def test_the_sentence_cache_is_bounded_and_keyed_by_project() -> None:
     assert (cache.get("a", "h1"), cache.get("b", "h1")) == (1, 2)
     cache.put("a", "h2", 3)
     assert (cache.get("a", "h1"), len(cache)) == (None, 2)
+
+
+def test_a_short_last_sentence_is_left_out_as_the_index_joins_it_to_the_next() -> None:
+    """A last sentence under MIN_PASSAGE_CHARS (a short line of dialogue) is not in the query: the
+    index holds it joined to the sentence after it, which is not written yet. The sentences before
+    it stay, each as the index holds it."""
+    text = "第27级台阶上落着一层灰，天色暗得很快。“别回头。”"
+    assert context_sentences(text) == ["第27级台阶上落着一层灰，天色暗得很快。"]
+    text += "张青低声说，没有看谢澜。"
+    assert context_sentences(text) == ["第27级台阶上落着一层灰，天色暗得很快。", "“别回头。”张青低声说，没有看谢澜。"]
+    assert context_sentences("他点头。") == []
+
+
+_LONG = st.one_of(  # sentences that stand alone as passages
+    st.text(alphabet="林远灯塔钥匙海风台阶我们他的了，", min_size=MIN_PASSAGE_CHARS, max_size=30).map(lambda s: s + "。"),
+    st.text(alphabet="abcdefg ,", min_size=MIN_PASSAGE_CHARS, max_size=30).map(lambda s: "A" + s.strip() + ". "),
+)
+_SHORT = st.text(alphabet="别回头走吧", min_size=1, max_size=6).map(lambda s: "“" + s + "。”")
+# Prose as writers write it: a short line of dialogue is followed by the sentence that says who spoke.
+_SENTENCE = st.one_of(_LONG, st.tuples(_SHORT, _LONG).map("".join))
+_DOCUMENT = st.lists(st.lists(_SENTENCE, min_size=1, max_size=12).map("".join), min_size=1, max_size=20)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_DOCUMENT, st.integers(min_value=80, max_value=200))
+def test_every_query_sentence_of_indexed_text_is_a_passage_the_index_holds(paragraphs: list[str],
+                                                                          target: int) -> None:
+    """Anywhere in indexed text (sentences long and short, paragraphs shorter and longer than a
+    chunk, chunks overlapping inside a paragraph), the sentences of the dense query are passages of
+    the document's chunks, none to embed; but for a chunk's last passage when the chunk ends in
+    sentences too short to stand alone, which the index joins to it (the query cannot see them)."""
+    document = "\n\n".join(paragraphs) + "\n"
+    held: set[str] = set()
+    extended: list[str] = []  # each chunk's last passage
+    for chunk in chunk_text(document, COUNT, target=target, overlap=target // 5):
+        found = passages(chunk.text)
+        held.update(found)
+        extended.append(found[-1])
+    first_end = min(document.find(end) for end in ("。", ". ") if end in document)
+    for cursor in range(first_end + 1, len(document) + 1):  # before it, nothing is settled yet
+        for sentence in context_sentences(settled(document[:cursor])):
+            assert len(sentence) >= MIN_PASSAGE_CHARS
+            assert sentence in held or any(p.startswith(sentence) for p in extended), (cursor, sentence)
