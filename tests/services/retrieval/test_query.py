@@ -53,13 +53,16 @@ def test_a_short_last_sentence_is_left_out_as_the_index_joins_it_to_the_next() -
     text = "第27级台阶上落着一层灰，天色暗得很快。“别回头。”"
     assert context_sentences(text) == ["第27级台阶上落着一层灰，天色暗得很快。"]
     text += "张青低声说，没有看谢澜。"
-    assert context_sentences(text) == ["第27级台阶上落着一层灰，天色暗得很快。", "“别回头。”张青低声说，没有看谢澜。"]
+    assert context_sentences(text) == ["第27级台阶上落着一层灰，天色暗得很快。",
+                                       "“别回头。”张青低声说，没有看谢澜。"]
     assert context_sentences("他点头。") == []
 
 
 _LONG = st.one_of(  # sentences that stand alone as passages
-    st.text(alphabet="林远灯塔钥匙海风台阶我们他的了，", min_size=MIN_PASSAGE_CHARS, max_size=30).map(lambda s: s + "。"),
-    st.text(alphabet="abcdefg ,", min_size=MIN_PASSAGE_CHARS, max_size=30).map(lambda s: "A" + s.strip() + ". "),
+    st.text(alphabet="林远灯塔钥匙海风台阶我们他的了，", min_size=MIN_PASSAGE_CHARS, max_size=30)
+    .map(lambda s: s + "。"),
+    st.text(alphabet="abcdefg ,", min_size=MIN_PASSAGE_CHARS, max_size=30)
+    .map(lambda s: "A" + s.strip() + ". "),
 )
 _SHORT = st.text(alphabet="别回头走吧", min_size=1, max_size=6).map(lambda s: "“" + s + "。”")
 # Prose as writers write it: a short line of dialogue is followed by the sentence that says who spoke.
