@@ -468,9 +468,9 @@ class Retrieval:
             matrix.top, vector, _sentences_wanted(mode, limit), hub_penalty(self._indexer.state.embedding)))
         try:
             lexical = self._lexical(project_id, snapshot, query, limit, mode)
-        finally:
-            rows, similarities = await product
-        dense = snapshot.dense_rows(matrix, rows, similarities)
+        finally:  # the thread's product is never left unawaited; BM25's failure, if any, is the one raised
+            await asyncio.wait([product])
+        dense = snapshot.dense_rows(matrix, *product.result())
         return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude,
                     dense_weight=dense_weight(self._indexer.state.embedding))
 
