@@ -99,13 +99,14 @@ class Bm25:
     bm25s builds the index: each term's column of precomputed scores, one entry per document that
     holds the term. A query's score of a document is the sum of its terms' entries, each term
     counted as often as the query repeats it. bm25s adds the columns one term at a time in float32
-    (``np.add.at`` per term: most of a search's time, for a query of hundreds of terms); here all
-    the query's entries are gathered at once and summed in float64 per document (``np.bincount``),
-    then rounded to float32: the same sums, a little more precisely, in a fixed order, so the same
-    index and terms always give the same scores (a test checks them against bm25s's)."""
+    (``np.add.at`` per term: most of a search's time, for a query of hundreds of terms); here the
+    query's entries are summed in float64 per document (``np.bincount``), term after term in term
+    order, then rounded to float32: the same sums, a little more precisely, in a fixed order, so the
+    same index and terms always give the same scores (a test checks them against bm25s's)."""
 
     def __init__(self, documents: Sequence[Sequence[str]]) -> None:
         import bm25s
+        import numpy as np
 
         self.size = len(documents)
         self._index: Any = None
@@ -113,6 +114,12 @@ class Bm25:
             index = bm25s.BM25()
             index.index([list(d) or [""] for d in documents], show_progress=False)
             self._index = index
+            columns = index.scores
+            starts = columns["indptr"]
+            # Per entry, in the column layout: its score as float64, its document and its term, as
+            # the arrays the sums take (np.bincount would convert them on every search otherwise).
+            self._entries = (columns["data"].astype(np.float64), columns["indices"].astype(np.intp),
+                             np.repeat(np.arange(len(starts) - 1, dtype=np.intp), np.diff(starts)))
 
     def search(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
         """The ``limit`` best ``(position, score)`` pairs, best first (of equal scores, the first
@@ -127,27 +134,53 @@ class Bm25:
 
         vocabulary = self._index.vocab_dict if self._index is not None else {}
         known = [vocabulary[t] for t in terms if t in vocabulary]
-        if not known:
+        if not known or limit <= 0:
             return LexicalRanking(np.zeros(0, np.int64), np.zeros(0, np.float64))
         scores = self._scores(known)
-        top = np.argsort(-scores, kind="stable")[:limit]
+        top = best(scores, limit)
         found = scores[top].astype(np.float64)
         held = found > 0
         return LexicalRanking(top[held].astype(np.int64, copy=False), found[held])
 
-    def _scores(self, term_ids: Sequence[int]) -> Any:
+    def _scores(self, term_ids: Sequence[int], *, every: bool | None = None) -> Any:
+        """Each document's score. A query's terms often hold most of the index's entries (common
+        words): then every entry is weighted, by 0 for the terms not asked, which adds nothing to a
+        sum of positive scores; else only the query terms' entries are gathered. ``every`` forces
+        one way (the tests hold them to each other)."""
         import numpy as np
 
         index = self._index
         columns = index.scores
-        data, documents, starts = columns["data"], columns["indices"], columns["indptr"]
-        terms, repeats = np.unique(np.asarray(term_ids), return_counts=True)
+        weight, documents, term_of = self._entries
+        starts = columns["indptr"]
+        repeats = np.bincount(np.asarray(term_ids, dtype=np.intp), minlength=len(starts) - 1)
+        terms = np.flatnonzero(repeats)
         first, lengths = starts[terms], starts[terms + 1] - starts[terms]
-        # The positions of every entry of every query term, term after term, in one array.
-        offsets = np.cumsum(lengths) - lengths
-        entries = np.repeat(first - offsets, lengths) + np.arange(int(lengths.sum()))
-        weights = data[entries].astype(np.float64) * np.repeat(repeats, lengths)
+        total = int(lengths.sum())
+        if (2 * total >= len(weight)) if every is None else every:
+            weights = weight * repeats.astype(np.float64)[term_of]
+            held = documents
+        else:
+            # The positions of every entry of every query term, term after term, in one array.
+            offsets = np.cumsum(lengths) - lengths
+            entries = np.repeat(first - offsets, lengths) + np.arange(total)
+            weights = weight[entries] * np.repeat(repeats[terms].astype(np.float64), lengths)
+            held = documents[entries]
         # bm25s's default (Lucene) scoring gives a document nothing for a term it lacks, so the sum
-        # over the entries is the whole score.
-        scores = np.bincount(documents[entries], weights=weights, minlength=columns["num_docs"])
+        # over the entries is the whole score; bincount adds them in entry order: term order.
+        scores = np.bincount(held, weights=weights, minlength=columns["num_docs"])
         return scores.astype(np.dtype(index.dtype))
+
+
+def best(scores: Any, limit: int) -> Any:
+    """The positions of the ``limit`` highest scores, highest first, equal scores in position
+    order: the head of a stable sort, without sorting the rest."""
+    import numpy as np
+
+    if limit >= len(scores):
+        return np.argsort(-scores, kind="stable")
+    least = -np.partition(-scores, limit - 1)[limit - 1]  # the limit-th highest score
+    above = np.flatnonzero(scores > least)
+    chosen = np.concatenate((above, np.flatnonzero(scores == least)[: limit - len(above)]))
+    chosen.sort()
+    return chosen[np.argsort(-scores[chosen], kind="stable")]

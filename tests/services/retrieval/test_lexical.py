@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.retrieval.lexical import Bm25, Terms
+from services.retrieval.lexical import Bm25, Terms, best
 
 TERMS = Terms()
 
@@ -103,3 +103,46 @@ def test_bm25_scores_do_not_depend_on_the_order_of_query_terms() -> None:
     index = Bm25([TERMS("林远在港口修船"), TERMS("林远把铜钥匙藏在灯塔台阶下"), TERMS("港口的灯塔")])
     query = TERMS("林远 钥匙 港口 灯塔 灯塔")
     assert index.search(query, 5) == index.search(list(reversed(query)), 5)
+
+
+def _sums_in_term_order(index: Bm25, term_ids: list[int]) -> np.ndarray:
+    """Each document's score as plain float64 additions, query term after term in term order, the
+    entries of a term in index order, then rounded to float32: the order the search promises."""
+    columns = index._index.scores
+    data, documents, starts = columns["data"], columns["indices"], columns["indptr"]
+    sums = [0.0] * int(columns["num_docs"])
+    for term in sorted(set(term_ids)):
+        repeats = float(term_ids.count(term))
+        for entry in range(int(starts[term]), int(starts[term + 1])):
+            sums[int(documents[entry])] += float(data[entry]) * repeats
+    return np.asarray(sums, np.float64).astype(np.float32)
+
+
+@settings(max_examples=120, deadline=None)
+@given(documents=st.lists(st.lists(_WORDS, max_size=12), min_size=1, max_size=16),
+       query=st.lists(_WORDS, min_size=1, max_size=12), limit=st.integers(1, 20))
+def test_bm25_sums_in_term_order_whichever_entries_it_gathers(documents: list[list[str]], query: list[str],
+                                                               limit: int) -> None:
+    """Weighting every entry (by 0 for the terms not asked) and gathering only the query's entries
+    give the very bits of the sums added term after term; the ranking is the head of a stable sort
+    of those scores, however short, documents without a query term left out."""
+    index = Bm25(documents)
+    term_ids = [index._index.vocab_dict[t] for t in query if t in index._index.vocab_dict]
+    if not term_ids:
+        assert index.search(query, limit) == []
+        return
+    expected = _sums_in_term_order(index, term_ids)
+    for every in (True, False):
+        assert index._scores(term_ids, every=every).tobytes() == expected.tobytes()
+    order = [p for p in np.argsort(-expected, kind="stable")[:limit].tolist() if expected[p] > 0]
+    assert index.search(query, limit) == [(p, float(expected[p])) for p in order]
+
+
+@settings(max_examples=200, deadline=None)
+@given(scores=st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 7.25]), min_size=1, max_size=40),
+       limit=st.integers(1, 45))
+def test_best_is_the_head_of_a_stable_sort(scores: list[float], limit: int) -> None:
+    """The chosen positions are those a stable sort by descending score puts first, in its order:
+    ties at the cut go to the earlier positions."""
+    array = np.asarray(scores, np.float32)
+    assert best(array, limit).tolist() == np.argsort(-array, kind="stable")[:limit].tolist()
