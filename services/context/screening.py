@@ -53,14 +53,6 @@ def item_parts(plan: Plan) -> dict[tuple[str, str], PartPlan]:
     return {(s.id, p.id): p for s in plan.sections for p in s.parts if p.kind == "items"}
 
 
-def _valid(item: Item, parts: dict[tuple[str, str], PartPlan]) -> PartPlan | None:
-    part = parts.get((item.layer, item.section))
-    if (part is None or item.tokens < 0 or not item.text or item.text.isspace()
-            or item.key != item.key):  # NaN keys would make ordering meaningless
-        return None
-    return part
-
-
 def _overlaps(span: tuple[int, int] | None, window: Window | None) -> bool:
     if span is None or window is None:
         return False
@@ -69,54 +61,51 @@ def _overlaps(span: tuple[int, int] | None, window: Window | None) -> bool:
 
 
 def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo) -> Screened:
-    """Keep valid, distinct items; cap each section at its ``candidates``."""
+    """Keep valid, distinct items; cap each section at its ``candidates``.
+
+    An item is skipped as ``invalid`` (no part of the plan holds it, a negative count, blank text,
+    a NaN key), else as a ``duplicate``: of an id kept before; for parts deduplicated by text or
+    against the window, of a text kept before (whitespace aside); against the window, of a span
+    that overlaps it or a text it holds. One pass, the checks inline: it runs over every candidate
+    (some 370 in a novel's assembly) at every assembly."""
     parts = item_parts(plan)
     result = Screened(items=[])
+    keep, reports = result.items.append, result.reports
     # The window is new at every assembly: its text would only push the records' out of the memo.
     window_text = norm((window.before + window.after) if window else "")
-    seen = _Seen()
+    # The ids and whitespace-free texts kept so far; a kept text is the memo's own string, whose
+    # hash Python keeps.
+    seen_ids: set[str] = set()
+    seen_texts: set[str] = set()
+    text_of = memo.norm
     invalid = 0
     for item in items:
-        part = _valid(item, parts)
-        reason = "invalid" if part is None else _reason_to_skip(item, part, window, window_text, seen, memo)
-        if reason is None:
-            result.items.append(item)
-        else:
-            invalid += reason == "invalid"
-            result.reports.append(dropped(item, reason))
+        part = parts.get((item.layer, item.section))
+        text = item.text
+        if part is None or item.tokens < 0 or not text or text.isspace() or item.key != item.key:
+            invalid += 1  # a NaN key (unequal to itself) would make ordering meaningless
+            reports.append(dropped(item, "invalid"))
+            continue
+        item_id = item.id
+        if item_id in seen_ids:
+            reports.append(dropped(item, "duplicate"))
+            continue
+        dedupe = part.dedupe
+        if dedupe != "id":
+            text = text_of(text)
+            if text in seen_texts or (dedupe == "window" and (
+                    _overlaps(item.span, window) or (text and text in window_text))):
+                reports.append(dropped(item, "duplicate"))
+                continue
+            seen_texts.add(text)
+        seen_ids.add(item_id)
+        keep(item)
     if invalid:
         result.warnings.append(f"CONTEXT_LAYER_INVALID: {invalid} malformed item(s) skipped")
     for section in plan.sections:
         if section.candidates is not None:
             _cap(result, section.id, section.candidates)
     return result
-
-
-@dataclass(slots=True)
-class _Seen:
-    """The ids and the whitespace-free texts of the items kept so far. Two sets, so that a kept
-    text is looked up as the memo's own string, whose hash Python keeps."""
-
-    ids: set[str] = field(default_factory=set)
-    texts: set[str] = field(default_factory=set)
-
-
-def _reason_to_skip(item: Item, part: PartPlan, window: Window | None, window_text: str,
-                    seen: _Seen, memo: Memo) -> str | None:
-    """Why ``item`` is skipped (None: kept, and remembered in ``seen``)."""
-    if item.id in seen.ids:
-        return "duplicate"
-    if part.dedupe == "id":
-        seen.ids.add(item.id)
-        return None
-    norm = memo.norm(item.text)
-    if norm in seen.texts:
-        return "duplicate"
-    if part.dedupe == "window" and (_overlaps(item.span, window) or (norm and norm in window_text)):
-        return "duplicate"
-    seen.ids.add(item.id)
-    seen.texts.add(norm)
-    return None
 
 
 def _cap(result: Screened, section: str, limit: int) -> None:
