@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import structlog
 
-from main.logs import OnceFormatter, RotatingJsonFile, configure_logging
+from main.logs import JsonStream, RotatingJsonFile, configure_logging
 
 
 def _is_pytests(handler: logging.Handler) -> bool:
@@ -178,18 +178,19 @@ def test_reconfiguring_replaces_the_handlers(capsys: pytest.CaptureFixture[str])
     assert _summary(_json_lines(capsys.readouterr().err)) == [("test.once", "info")]
 
 
-def test_a_record_is_rendered_once_for_stderr_and_the_file(
+def test_an_event_is_rendered_once_for_stderr_and_the_file(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both handlers write the very same line, rendered once per record, not once per handler."""
+    """Both handlers write the very same line, rendered once per event, not once per handler."""
     rendered: list[str] = []
-    real = structlog.stdlib.ProcessorFormatter.format
+    real = structlog.processors.JSONRenderer.__call__
 
-    def counting(self: OnceFormatter, record: logging.LogRecord) -> str:
-        line = real(self, record)
+    def counting(self: structlog.processors.JSONRenderer, logger: Any, name: str,
+                 event: Any) -> str:
+        line = real(self, logger, name, event)
         rendered.append(line)
         return line
 
-    monkeypatch.setattr(structlog.stdlib.ProcessorFormatter, "format", counting)
+    monkeypatch.setattr(structlog.processors.JSONRenderer, "__call__", counting)
     log_file = tmp_path / "strata.log"
     configure_logging("info", log_file)
     log = structlog.get_logger("test")
@@ -199,3 +200,23 @@ def test_a_record_is_rendered_once_for_stderr_and_the_file(
     stderr = capsys.readouterr().err.splitlines()
     assert stderr == log_file.read_text(encoding="utf-8").splitlines() == rendered
     assert _summary(_json_lines("\n".join(stderr))) == [("test.once", "info"), ("test.twice", "warning")]
+
+
+def test_a_failing_sink_fails_neither_the_caller_nor_the_other_sink(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """When stderr cannot be written (a closed pipe), the event still reaches the file, the call
+    that logged it returns normally, and the handler's lock is free for the next line."""
+    log_file = tmp_path / "strata.log"
+    configure_logging("info", log_file)
+
+    def broken(self: JsonStream, line: str) -> None:
+        raise BrokenPipeError("stderr is gone")
+
+    monkeypatch.setattr(JsonStream, "write_line", broken)
+    structlog.get_logger("test").info("test.kept", n=1)
+    monkeypatch.undo()
+    structlog.get_logger("test").info("test.after", n=2)
+    _flush()
+    assert _summary(_json_lines(log_file.read_text(encoding="utf-8"))) == [
+        ("test.kept", "info"), ("test.after", "info")]
+    assert _summary(_json_lines(capsys.readouterr().err)) == [("test.after", "info")]
