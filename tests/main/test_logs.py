@@ -187,6 +187,7 @@ def test_an_event_is_rendered_once_for_stderr_and_the_file(
     def counting(self: structlog.processors.JSONRenderer, logger: Any, name: str,
                  event: Any) -> str:
         line = real(self, logger, name, event)
+        assert isinstance(line, str)
         rendered.append(line)
         return line
 
