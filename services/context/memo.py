@@ -12,11 +12,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from services.caches import SizedLru
 
 NaturalId = tuple[str, int, str]
+T = TypeVar("T")
 
 
 class Memo(Protocol):
@@ -33,6 +34,11 @@ class Memo(Protocol):
         """``count()``, a rendered section's, kept under ``key`` (which names ``held``'s objects by
         identity: the entry holds them, so their ids stay theirs); ``chars()`` is how many
         characters of text ``held`` holds, for the bound."""
+        ...
+
+    def kept(self, key: Hashable, held: object, make: Callable[[], T], chars: Callable[[], int]) -> T:
+        """``make()``, an answer about sections as :meth:`count_of` keeps a count (the same entries
+        and bound): a step's drop, which needs several counts, for the very same items."""
         ...
 
 
@@ -64,6 +70,9 @@ class NoMemo:
                  chars: Callable[[], int]) -> int:
         return count()
 
+    def kept(self, key: Hashable, held: object, make: Callable[[], T], chars: Callable[[], int]) -> T:
+        return make()
+
 
 class BoundedMemo:
     """Keeps answers, at most ``max_entries`` of each kind and ``max_chars`` characters of
@@ -82,8 +91,8 @@ class BoundedMemo:
         self._chars = 0
         self._norms: dict[str, str] = {}
         self._ids: dict[str, NaturalId] = {}
-        # Kept section counts: the items and texts they name, and the count.
-        self._counts: SizedLru[Hashable, tuple[object, int]] = SizedLru(max_counts, max_count_chars)
+        # Kept section counts and drops: the items and texts they name, and the answer.
+        self._counts: SizedLru[Hashable, tuple[object, Any]] = SizedLru(max_counts, max_count_chars)
         self._lock = threading.Lock()
 
     def norm(self, text: str) -> str:
@@ -114,11 +123,15 @@ class BoundedMemo:
 
     def count_of(self, key: Hashable, held: object, count: Callable[[], int],
                  chars: Callable[[], int]) -> int:
+        return self.kept(key, held, count, chars)
+
+    def kept(self, key: Hashable, held: object, make: Callable[[], T], chars: Callable[[], int]) -> T:
         with self._lock:
             found = self._counts.get(key)
         if found is not None:
-            return found[0][1]
-        value = count()
+            answer: T = found[0][1]
+            return answer
+        value = make()
         size = chars()
         if size <= self._counts.max_size // 4:  # one huge section would evict every other count
             with self._lock:

@@ -17,7 +17,7 @@ before and after it, and every item it removes keeps a reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -45,6 +45,21 @@ UNCOUNTED = -1  # the section was not counted before the step
 _ENDS = frozenset("。！？!?.…\n")
 _CLOSERS = frozenset("\"'”’」』）)】")
 ELLIPSIS = "…"
+
+
+@dataclass(frozen=True, slots=True)
+class CountKey:
+    """A memo key for the count of a section rendered with some items: it names the section's parts,
+    the items and the tokenizer's cache by identity (``held`` holds them, so their ids stay theirs),
+    with the part texts, the language and the separator."""
+
+    key: tuple[Hashable, ...]
+    held: tuple[object, tuple[Item, ...], object]
+    texts: dict[str, str]
+
+    def chars(self) -> int:
+        """The characters of text it holds, for the memo's bound."""
+        return sum(len(i.text) for i in self.held[1]) + sum(map(len, self.texts.values()))
 
 
 @dataclass
@@ -197,18 +212,27 @@ class State:
         very same items, part texts, language and tokenizer: neighbouring requests that kept the
         same items count them once. A section holding the window (new at every request) or standing
         replaced by its cue is counted afresh."""
+        named = self.count_key(section_id, items)
+        if named is None:
+            return self.count(self.text(section_id, items))
+        section, kept, texts = self.section(section_id), named.held[1], named.texts
+        language, frames = self.request.language, self.frames
+        return self.memo.count_of(
+            named.key, named.held, lambda: self.count(render_section(section, kept, texts, language, frames)),
+            named.chars)
+
+    def count_key(self, section_id: str, items: Sequence[Item]) -> CountKey | None:
+        """What the count of the section rendered with ``items`` depends on (None for a section whose
+        count is never kept: one holding the window, or standing replaced by its cue)."""
         section = self.section(section_id)
         if section_id in self.cues or section.window_part is not None:
-            return self.count(self.text(section_id, items))
+            return None
         texts = self.part_texts(section)
         counter = getattr(self.count, "__self__", self.count)  # the tokenizer's cache, not this bound method
         held = (section.parts, tuple(items), counter)
         key = (section.id, section.separator, tuple(map(id, held[0])), tuple(map(id, held[1])),
                tuple(texts.items()), self.request.language, id(counter))
-        language, frames = self.request.language, self.frames
-        return self.memo.count_of(
-            key, held, lambda: self.count(render_section(section, held[1], texts, language, frames)),
-            lambda: sum(len(i.text) for i in held[1]) + sum(map(len, texts.values())))
+        return CountKey(key, held, texts)
 
     def record(self, step: StepPlan | str, section_id: str, before: int, after: int,
                gone: Sequence[Item] = ()) -> None:
@@ -279,7 +303,8 @@ def _guess(sequence: Sequence[Item], excess: int) -> int:
 
 
 def drops_needed(
-    state: State, section_id: str, sequence: Sequence[Item], size: int | None, target: int, floor: int = 0
+    state: State, section_id: str, sequence: Sequence[Item], size: int | None, target: int, floor: int = 0,
+    *, remember: bool = False,
 ) -> tuple[int, int, int | None]:
     """How many items a one-at-a-time loop drops from the front of ``sequence``, the section's
     count before (:data:`UNCOUNTED` if it was not needed) and after (None if not counted).
@@ -289,8 +314,23 @@ def drops_needed(
     would leave the section under ``floor``. Removing a whole item never makes
     the count larger, so the stopping point is found with a few exact counts
     (:func:`first_true`, galloping from a guess) instead of one per item.
-    ``size`` is the section's current count if known.
+    ``size`` is the section's current count if known. The answer depends only on the counts of
+    the section with the very same items, so with ``remember`` it is kept in the project's memo
+    with them: a section capped at every assembly (a project's rules, whose cap the budget fixes)
+    is cut the same way until its items or their order change. A fit step's target moves with the
+    window at every keystroke, so its answers are not kept: they would only push the counts out.
     """
+    named = state.count_key(section_id, state.kept[section_id]) if remember else None
+    if named is None or not sequence:
+        return _drops_needed(state, section_id, sequence, size, target, floor)
+    return state.memo.kept(
+        ("drops", named.key, tuple(map(id, sequence)), size, target, floor), (named.held, tuple(sequence)),
+        lambda: _drops_needed(state, section_id, sequence, size, target, floor), named.chars)
+
+
+def _drops_needed(
+    state: State, section_id: str, sequence: Sequence[Item], size: int | None, target: int, floor: int
+) -> tuple[int, int, int | None]:
     if not sequence or (size is not None and size <= target):
         return 0, size or 0, size
     counts = {} if size is None else {0: size}
@@ -373,7 +413,8 @@ def drop_lowest(
     # With candidates set apart, the rest's exact count (kept in the memo for its neighbours) tells
     # whether it is over the target, and where the search for the stopping point starts.
     known = state.counted(section_id, state.kept[section_id]) if tail else size
-    stop, before, after = drops_needed(state, section_id, sequence, known, target, floor)
+    stop, before, after = drops_needed(state, section_id, sequence, known, target, floor,
+                                       remember=step.target == "cap")
     if tail:
         if not stop:  # the rest fits: the candidates set apart might stay, so they are ordered back in
             state.tail = Tail(section_id, tail)

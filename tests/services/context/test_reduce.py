@@ -4,16 +4,20 @@ the record of every step taken, and the last resort."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import services.context.reduce as reduce_module
+from services.context.engine import assemble
+from services.context.memo import BoundedMemo, NoMemo
 from services.context.models import Item, Reduction
 from services.context.plan import Line, Plan, SectionPlan
 from services.context.reduce import apply, cut_chars
 from services.errors import InputTooLarge
-from tests.services.context.builders import part, plan, run, section, size, start, step, thing
+from tests.services.context.builders import part, plan, request, run, section, size, start, step, thing
 from tests.services.context.factory import counter, window
 
 CURSOR = {"en": "[[cursor]]", "zh": "【光标】"}
@@ -539,3 +543,41 @@ def test_one_step_drops_from_several_parts_each_in_its_order_and_for_its_reason(
     apply(state, "s", replace(shed, target="fit"), 0, 0, None)
     assert [(r.id, r.reason) for r in state.reports] == [
         ("a:2", "from_a"), ("a:1", "from_a"), ("b:2", "from_b"), ("b:1", "from_b")]
+
+
+# --- a cap's drop kept in the memo ----------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(entries=st.lists(st.tuples(piece, st.integers(0, 5)), min_size=1, max_size=10),
+       caps=st.lists(st.integers(0, 120), min_size=1, max_size=4), orders=st.randoms(use_true_random=False))
+def test_a_caps_drop_kept_in_the_memo_is_the_drop_counted_afresh(
+        entries: list[tuple[str, int]], caps: list[int], orders: Any) -> None:
+    """Assemblies that share a project's memo cut a capped section exactly as one without a memo
+    does, whatever the cap (a share of the total), for the same items again (cut from the memo,
+    without counting) and for the same items in another order or one fewer (cut afresh)."""
+    items = [thing(f"n:{k}", "lore", "facts", text, key=key) for k, (text, key) in enumerate(entries)]
+    lists = [items, items, list(reversed(items)), items[:-1] or items]
+    memo, tokens = BoundedMemo(), counter()  # one project's memo, token counter and plan
+    shed = step("lore", "drop_lowest", "shed", target="cap", floor="none", warn="overbudget")
+    capped = plan(section("lore", part("facts"), ratio=0.5, steps=(shed,)), section("rest", part("other")),
+                  trim=[shed])
+    counted: list[int] = []
+    real = reduce_module._drops_needed
+
+    def counting(*args: Any, **kwargs: Any) -> tuple[int, int, int | None]:
+        counted.append(1)
+        return real(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reduce_module, "_drops_needed", counting)
+        for cap in caps:
+            for kept in (*lists, orders.sample(items, len(items))):
+                alone = assemble(request(capped, kept, total=2 * cap + 2), counter(), NoMemo())
+                before = len(counted)
+                shared = assemble(request(capped, kept, total=2 * cap + 2), tokens, memo)
+                again = assemble(request(capped, kept, total=2 * cap + 2), tokens, memo)
+                for result in (shared, again):
+                    assert (result.prompt, result.token_count, result.reductions, result.warnings) == (
+                        alone.prompt, alone.token_count, alone.reductions, alone.warnings)
+                assert len(counted) - before <= 1  # the second assembly's drop came from the memo
