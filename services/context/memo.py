@@ -80,8 +80,8 @@ class BoundedMemo:
 
     A hit reads without the lock (one dict lookup, atomic in CPython): the same few hundred
     records are looked up at every assembly, so the hit path is the one to keep short. Kept
-    section counts (at most ``max_counts``, holding ``max_count_chars`` characters of text) go least
-    recently used first, and take the lock.
+    section counts and cap steps' drops (at most ``max_counts`` together, holding
+    ``max_count_chars`` characters of text) go least recently used first, and take the lock.
     """
 
     def __init__(self, max_entries: int = 8192, max_chars: int = 2_000_000,
