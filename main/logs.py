@@ -88,8 +88,8 @@ class JsonLines:
 
 
 class OnceFormatter(structlog.stdlib.ProcessorFormatter):
-    """Renders a record once for all the handlers that write it (stderr and the file get the very
-    same line): rendering is most of a log line's cost, and an assembly logs a few."""
+    """Renders a record of another library once for all the handlers that write it (stderr and the
+    file get the very same line); Strata's own events never become records (:class:`JsonLines`)."""
 
     def format(self, record: logging.LogRecord) -> str:
         line = record.__dict__.get("_strata_line")
