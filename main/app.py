@@ -1,19 +1,19 @@
 """The composition root: builds every service and wires it into the server.
 
-What the ready line needs (the stores, the system channel, the socket) is built here; the other
-channels and their services (``main.wiring``) load right after it, on a worker thread.
+What the ready line needs (the data dir claimed, the system channel, the socket) is built here
+(:mod:`main.startup`); right after it, on worker threads while the event loop answers, the stores
+open (:mod:`main.stores`) and the other channels and their services load (:mod:`main.wiring`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import os
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -21,98 +21,24 @@ from ipc.auth import origin_patterns
 from ipc.channels.system import Limits, TokenizerDescription, register_system
 from ipc.completions import ClientCompletions
 from ipc.dispatch import Dispatcher
+from ipc.errors import ShuttingDown
 from ipc.registry import Registry
 from ipc.server import TransportLimits, WebSocketServer
 from ipc.session import SessionLimits
 from main.config import Config
 from main.lifecycle import StopSignal
-from main.lock import DataDirLock
-from main.memory import collect_and_trim, fix_mmap_threshold, limit_arenas
+from main.memory import fix_mmap_threshold, limit_arenas
+from main.startup import Startup, begin
 from main.version import NAME, VERSION
-from services.caches import SourceCaches
-from services.context.memo import ProjectMemos
-from services.lazy import Deferred
-from services.projects import DocumentStore
-from services.projects.documents import MAX_DOCUMENT_BYTES
-from services.projects.roots import CheckedDocumentStore
-from services.retrieval.deferred import DeferredRetrieval, deferred_retrieval
-from services.retrieval.vectors import close_vector_store, open_vector_store
-from services.store import Database, open_database
-from services.tokenizer import Tokenizer, resolve_tokenizer
+from services.tokenizer import Tokenizer
 from services.tokenizer.registry import TokenizerRegistry
+
+if TYPE_CHECKING:
+    from main.stores import Services
 
 _log = structlog.get_logger("main")
 
 Announce = Callable[[dict[str, Any]], None]
-
-
-@dataclass
-class Services:
-    """Everything with a lifetime longer than one call."""
-
-    database: Database
-    tokenizer: Tokenizer
-    documents: DocumentStore
-    # Chroma and the encoder load on first need, on threads of their own (services/retrieval/deferred.py).
-    retrieval: DeferredRetrieval
-    # Bounded, per project: what the source providers keep of each record between assemblies.
-    caches: SourceCaches = field(default_factory=SourceCaches)
-    # Bounded, per project: the engine's memo of normalized texts and id order.
-    memos: ProjectMemos = field(default_factory=ProjectMemos)
-    closers: list[Callable[[], None]] = field(default_factory=list)
-    # Work of the services built with the registry (background summaries), stopped first.
-    stoppers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-
-    async def aclose(self) -> None:
-        for stop in self.stoppers:
-            await stop()
-        await self.retrieval.close()  # stops indexing before the stores it writes to close
-        await asyncio.to_thread(self.close)
-
-    def close(self) -> None:
-        for close in reversed(self.closers):
-            close()
-
-    @property
-    def vectors(self) -> Any:
-        """The Chroma client, for worker threads: each use waits for it to open."""
-        return Deferred(self.retrieval.client)
-
-
-def open_services(config: Config) -> Services:
-    """Open the database and the tokenizer (blocking; run off the event loop). The vector store and the
-    encoder open when first needed (``services.retrieval``), or right after the ready line with
-    ``--preload``."""
-    # The writer's text lives here: keep it private to the user.
-    config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with contextlib.ExitStack() as undo:  # a failed open closes what was already opened
-        lock = DataDirLock(config.data_dir)
-        lock.acquire()
-        undo.callback(lock.release)
-        database = open_database(config.resolved_database_url)
-        undo.callback(database.close)
-        tokenizer = resolve_tokenizer(config.tokenizer_encoding, deferred=True)  # built on first count
-        # Bounded, per project: what providers and retrieval keep between assemblies.
-        caches = SourceCaches()
-        # A document must fit in a frame both ways, with room for JSON escaping.
-        # Refuses a project registered at a place projects may no longer be (services/projects/roots.py).
-        documents = CheckedDocumentStore(database, config.folder_policy(),
-                                         max_bytes=min(MAX_DOCUMENT_BYTES, config.max_frame_bytes // 2))
-        retrieval = deferred_retrieval(
-            database, tokenizer, embedding=config.embedding,
-            configured="embedding" in config.model_fields_set,
-            open_client=partial(open_vector_store, path=config.chroma_path, url=config.chroma_url),
-            roots=documents.root, debounce=config.index_debounce,
-            results=caches.search_results, query_terms=caches.query_terms,
-            idle_after=config.index_idle_minutes * 60 or None,
-            max_open=config.max_open_indexes, on_freed=collect_and_trim)
-        documents.on_write = retrieval.document_written
-        services = Services(database=database, tokenizer=tokenizer, documents=documents, retrieval=retrieval,
-                            caches=caches)
-        services.closers += [lock.release, database.close,
-                             partial(retrieval.client.close, close_vector_store)]
-        undo.pop_all()
-    return services
 
 
 def transport_limits(config: Config) -> TransportLimits:
@@ -134,10 +60,12 @@ class Basics:
     tokenizers: TokenizerRegistry
 
 
-def register_basics(registry: Registry, config: Config, services: Services,
-                    connections: Callable[[], int]) -> Basics:
-    """The system channel (system:*, rpc.discover, $/cancelRequest): served from the ready line on."""
-    info = services.tokenizer.info
+def register_basics(registry: Registry, config: Config, tokenizer: Tokenizer,
+                    connections: Callable[[], int],
+                    embedding: Callable[[], Awaitable[Mapping[str, str]]]) -> Basics:
+    """The system channel (system:*, rpc.discover, $/cancelRequest): served from the ready line on.
+    ``embedding`` describes the retrieval encoder, once the stores have opened."""
+    info = tokenizer.info
     # Projects' own tokenizers: system:info lists those that did not load.
     basics = Basics(ClientCompletions(config.completion_timeout),
                     TokenizerRegistry(config.tokenizer_encoding))
@@ -151,7 +79,7 @@ def register_basics(registry: Registry, config: Config, services: Services,
         connections=connections,
         completions=basics.completions,
         tokenizer_problems=basics.tokenizers.problems,
-        embedding=services.retrieval.describe_embedding,
+        embedding=embedding,
     )
     return basics
 
@@ -172,6 +100,31 @@ def _import_wiring() -> Callable[[Registry, Config, Services, Basics], None]:
     return register_services
 
 
+def _open_stores(config: Config, startup: Startup) -> Services:
+    from main.stores import open_services  # SQLAlchemy and the services on it: after the ready line
+
+    return open_services(config, startup)
+
+
+async def _open(config: Config, startup: Startup, opened: asyncio.Future[Services]) -> Services:
+    """The stores, opened on a worker thread; ``opened`` tells those waiting for them."""
+    try:
+        services = await asyncio.to_thread(_open_stores, config, startup)
+    except BaseException:
+        # The process ends with the reason (main/cli.py); a call waiting for the stores is told so.
+        opened.set_exception(ShuttingDown())
+        opened.exception()  # marked retrieved: with no one waiting, asyncio would warn
+        raise
+    opened.set_result(services)
+    return services
+
+
+async def _described(opened: asyncio.Future[Services]) -> Mapping[str, str]:
+    # system:info's encoder is the one the stored index records: it waits for the stores only.
+    services = await asyncio.shield(opened)
+    return await services.retrieval.describe_embedding()
+
+
 def ready_message(config: Config, port: int) -> dict[str, Any]:
     host = f"[{config.host}]" if ":" in config.host else config.host
     message: dict[str, Any] = {"event": "ready", "url": f"ws://{host}:{port}/",
@@ -187,11 +140,14 @@ async def serve(config: Config, announce: Announce) -> None:
     fix_mmap_threshold()
     stop = StopSignal()
     await stop.install(config.watch_stdin)
-    services = await asyncio.to_thread(open_services, config)
+    startup = await asyncio.to_thread(begin, config)
+    opened: asyncio.Future[Services] = asyncio.get_running_loop().create_future()
+    services: Services | None = None
     try:
         holder: list[WebSocketServer] = []
         registry = Registry()
-        basics = register_basics(registry, config, services, lambda: holder[0].connection_count)
+        basics = register_basics(registry, config, startup.tokenizer,
+                                 lambda: holder[0].connection_count, partial(_described, opened))
         registry.expect_more()
         server = WebSocketServer(
             Dispatcher(registry, trace=config.log_level == "debug"),
@@ -202,19 +158,25 @@ async def serve(config: Config, announce: Announce) -> None:
             debug=config.debug,
         )
         holder.append(server)
-        services.retrieval.progress = partial(server.publish, "progress", "$/progress")
         port = await server.start(config.host, config.port)
-        _log.info("main.ready", port=port, debug=config.debug, tokenizer=services.tokenizer.info.source)
-        announce(ready_message(config, port))
-        await load_methods(registry, config, services, basics)
-        # Everything made so far (imports, stores, the registry) lives as long as the process: keep
-        # it out of the collector's full passes, which otherwise stall a request for 50-80 ms.
-        gc.freeze()
-        _log.info("main.loaded", methods=len(registry))
-        reason = await stop.wait()
-        _log.info("main.stopping", reason=reason)
-        await server.shutdown(config.shutdown_grace)
+        try:
+            _log.info("main.ready", port=port, debug=config.debug, tokenizer=startup.tokenizer.info.source)
+            announce(ready_message(config, port))
+            services = await _open(config, startup, opened)
+            services.retrieval.progress = partial(server.publish, "progress", "$/progress")
+            await load_methods(registry, config, services, basics)
+            # Everything made so far (imports, stores, the registry) lives as long as the process: keep
+            # it out of the collector's full passes, which otherwise stall a request for 50-80 ms.
+            gc.freeze()
+            _log.info("main.loaded", methods=len(registry))
+            reason = await stop.wait()
+            _log.info("main.stopping", reason=reason)
+        finally:
+            await server.shutdown(config.shutdown_grace)
     finally:
         stop.uninstall()
-        await services.aclose()
+        if services is not None:
+            await services.aclose()
+        else:
+            startup.close()
     _log.info("main.stopped")

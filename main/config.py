@@ -146,6 +146,11 @@ class Config(BaseSettings):
         return self.database_url or f"sqlite:///{self.data_dir / 'strata.db'}"
 
     @property
+    def database_file(self) -> Path | None:
+        """The SQLite file of the default database; None where ``database_url`` names another."""
+        return None if self.database_url else self.data_dir / "strata.db"
+
+    @property
     def chroma_path(self) -> Path:
         return self.data_dir / "chroma"
 

@@ -23,8 +23,9 @@ from ipc.channels.segments import register_segments
 from ipc.channels.typed_memory import register_typed_memory
 from ipc.completions import ClientCompletions
 from ipc.registry import Registry
-from main.app import Basics, Services, register_basics
+from main.app import Basics, register_basics
 from main.config import Config
+from main.stores import Services
 from services.assembly.profiles import BudgetProfiles
 from services.assembly.service import Collaborators, ContextService
 from services.characters.conversations import ConversationStore
@@ -69,7 +70,9 @@ EPISODES_CONSIDERED = 50
 def build_registry(config: Config, services: Services, connections: Callable[[], int]) -> Registry:
     """Every channel adapter, registered against its services (what the server has once loaded)."""
     registry = Registry()
-    register_services(registry, config, services, register_basics(registry, config, services, connections))
+    basics = register_basics(registry, config, services.tokenizer, connections,
+                             services.retrieval.describe_embedding)
+    register_services(registry, config, services, basics)
     return registry
 
 

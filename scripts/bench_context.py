@@ -68,8 +68,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from ipc.context import CallContext, Peer, Role
 from ipc.dispatch import Dispatcher
 from ipc.protocol import Call
-from main.app import open_services
 from main.config import Config
+from main.stores import open_services
 from main.wiring import EPISODES_CONSIDERED, build_registry
 from scripts import benchlib
 from scripts.benchlib import LoadMeter, fmt, pct, percentile, request_text, sentence, table

@@ -46,8 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ipc.context import CallContext, Peer, Role
 from ipc.dispatch import Dispatcher
 from ipc.protocol import Call
-from main.app import open_services
 from main.config import Config
+from main.stores import open_services
 from main.wiring import build_registry
 from scripts.sample_data import (
     GM_LOCALES,

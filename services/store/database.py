@@ -18,6 +18,7 @@ from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from services.concurrency.snapshots import Snapshots
 from services.store import tables  # noqa: F401  (registers every table with SQLModel.metadata)
+from services.store.precheck import SCHEMA_VERSION, SchemaTooNew
 
 _log = structlog.get_logger("store")
 
@@ -49,11 +50,11 @@ def _add_reading_page_tokens(engine: Engine) -> None:
 # 3: the retrieval index (state, documents, chunks); 4: per-project assembly profiles;
 # 5: prompt segments (the game-master profile's stored scopes); 6: character conversations, their
 # messages and typed memories; 7: reading summaries; 8: the reading page size in project settings.
+# SCHEMA_VERSION (services/store/precheck.py, read before these libraries load) is the last of them.
 MIGRATIONS: dict[int, Callable[[Engine], None]] = {1: _create_tables, 2: _create_tables, 3: _create_tables,
                                                    4: _create_tables, 5: _create_tables,
                                                    6: _create_tables, 7: _create_tables,
                                                    8: _add_reading_page_tokens}
-SCHEMA_VERSION = max(MIGRATIONS)
 
 
 BUSY_TIMEOUT_MS = 30_000
@@ -103,7 +104,7 @@ def migrate(engine: Engine) -> int:
     """Bring the schema up to :data:`SCHEMA_VERSION`; return the version reached."""
     current = _schema_version(engine)
     if current > SCHEMA_VERSION:
-        raise RuntimeError(f"database schema {current} is newer than this build ({SCHEMA_VERSION})")
+        raise SchemaTooNew(current)
     for version in range(current + 1, SCHEMA_VERSION + 1):
         MIGRATIONS[version](engine)
         with Session(engine) as session:

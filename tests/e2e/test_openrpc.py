@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from main.app import open_services
 from main.config import Config
+from main.stores import open_services
 from main.wiring import build_registry
 from tests.support.client import RpcClient
 from tests.support.openrpc_schema import openrpc_validator

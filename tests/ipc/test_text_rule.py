@@ -28,8 +28,8 @@ from ipc.dispatch import Dispatcher
 from ipc.errors import all_error_classes
 from ipc.protocol import Call
 from ipc.registry import Method
-from main.app import Services, open_services
 from main.config import Config
+from main.stores import Services, open_services
 from main.wiring import build_registry
 from tests.support.projects import make_folder
 

@@ -8,6 +8,9 @@ the test opens, so that "still loading" is a state the test controls, not a race
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -16,11 +19,14 @@ from typing import Any
 
 import pytest
 
-from main import app
+from main import app, stores
 from main.config import Config, StdinWatch
 from main.lifecycle import StopSignal
+from main.lock import DataDirLock
 from services.retrieval.vectors import open_vector_store
+from services.store.precheck import SCHEMA_VERSION
 from tests.support.client import RpcClient, connected
+from tests.support.process import start_server
 from tests.support.scenarios import KEY_FACT, Project, zh_chapter
 from tests.support.scenarios import KEY_INSTRUCTION as INSTRUCTION
 
@@ -69,7 +75,8 @@ async def serving_here(data_dir: Path, monkeypatch: pytest.MonkeyPatch,
             pass
 
     monkeypatch.setattr(app, "StopSignal", Stop)
-    monkeypatch.setattr(app, "open_vector_store", gate.wrap(open_vector_store) if gate else open_vector_store)
+    opening = gate.wrap(open_vector_store) if gate else open_vector_store
+    monkeypatch.setattr(stores, "open_vector_store", opening)
     config = Config(data_dir=data_dir, watch_stdin=StdinWatch.OFF, index_debounce=0.05)
     announced: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
     server = asyncio.ensure_future(app.serve(config, announced.set_result))
@@ -173,3 +180,86 @@ async def test_the_ready_line_comes_before_the_other_channels_load_and_their_cal
         names = {m["name"] for m in (await discover)["methods"]}
         assert {"system:info", "project:open", "context:assemble", "chat:submit"} <= names
         assert (await unknown)["error"]["code"] == -32601
+
+
+async def test_the_ready_line_comes_before_the_stores_open_and_calls_that_need_them_wait(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stores (the database through SQLAlchemy, the documents, retrieval) open after the ready
+    line (held at a gate here): system:info, whose encoder is the one the stored index records, and
+    project:open wait for them, then answer."""
+    gate = Gate()
+    monkeypatch.setattr(app, "_open_stores", gate.wrap(app._open_stores))
+    async with serving_here(tmp_path / "data", monkeypatch) as ready, \
+            connected(ready["url"], ready["token"]) as rpc:
+        await gate.wait_entered()
+        info = asyncio.ensure_future(rpc.call("system:info", {}))
+        opening = asyncio.ensure_future(Project.open(rpc, tmp_path / "novel"))
+        await asyncio.sleep(0.2)
+        assert not info.done()
+        assert not opening.done()
+        gate.release()
+        assert (await info)["embedding"]["name"]
+        assert (await opening).project_id
+
+
+async def test_stores_that_fail_to_open_after_the_ready_line_end_the_server_and_free_the_data_dir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the stores fail to open after the ready line, a system:info waiting for them is answered
+    SERVER_SHUTTING_DOWN, serve ends with the failure (the process exits with it, main/cli.py), and
+    the data dir is released for the next server."""
+    gate = Gate()
+
+    def failing(config: Config, startup: Any) -> Any:
+        gate.entered.set()
+        gate.released.wait(60)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(app, "_open_stores", failing)
+    replies: list[dict[str, Any]] = []
+
+    async def ask_while_opening() -> None:
+        async with serving_here(tmp_path / "data", monkeypatch) as ready, \
+                connected(ready["url"], ready["token"]) as rpc:
+            await gate.wait_entered()
+            info = asyncio.ensure_future(rpc.request("system:info", {}))
+            await asyncio.sleep(0.1)
+            gate.release()
+            replies.append(await info)
+
+    with pytest.raises(OSError, match="No space left"):
+        await ask_while_opening()
+    assert replies[0]["error"]["data"]["code"] == "SERVER_SHUTTING_DOWN"
+    lock = DataDirLock(tmp_path / "data")
+    lock.acquire()  # raises DataDirLocked if the failed server still held it
+    lock.release()
+
+
+def test_what_the_ready_line_needs_loads_without_the_stores_libraries() -> None:
+    """Importing the server's entry point loads neither SQLAlchemy, SQLModel, Chroma nor numpy:
+    they load after the ready line."""
+    heavy = ("sqlalchemy", "sqlmodel", "chromadb", "numpy")
+    code = f"import sys, main.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("content", [b"\x00not a database" * 1000, "newer"])
+def test_a_database_file_the_store_cannot_open_is_refused_before_the_ready_line(
+        tmp_path: Path, content: bytes | str) -> None:
+    """A file that is not a database, or a database from a newer build, ends the process before its
+    ready line with a one-line reason, as when the store itself refused it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    if content == "newer":
+        with sqlite3.connect(data / "strata.db") as db:
+            db.execute("CREATE TABLE strata_meta (key TEXT PRIMARY KEY, value TEXT)")
+            db.execute("INSERT INTO strata_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION + 1),))
+        db.close()
+    else:
+        assert isinstance(content, bytes)
+        (data / "strata.db").write_bytes(content)
+    with pytest.raises(RuntimeError, match="server exited before it was ready") as refused:
+        start_server(data)
+    assert "strata: cannot start" in str(refused.value)
+    assert "Traceback" not in str(refused.value)

@@ -90,10 +90,20 @@ def _read_line(stream: IO[bytes], deadline: float) -> bytes:
     return line
 
 
+def _new_stderr_path(data_dir: Path) -> Path:
+    # A server still running on the same data dir keeps writing to its own file: never share it.
+    path = data_dir.parent / f"{data_dir.name}-stderr.log"
+    n = 1
+    while path.exists():
+        n += 1
+        path = data_dir.parent / f"{data_dir.name}-stderr-{n}.log"
+    return path
+
+
 def start_server(data_dir: Path, *args: str, env: dict[str, str] | None = None,
                  timeout: float = 90) -> ServerProcess:
     """Spawn the server on a free port and wait for its ready line."""
-    stderr_path = data_dir.parent / f"{data_dir.name}-stderr.log"
+    stderr_path = _new_stderr_path(data_dir)
     full_env = {**os.environ, **(env or {})}
     stderr_file = stderr_path.open("wb")
     process = subprocess.Popen(

@@ -16,8 +16,8 @@ from ipc.context import CallContext, Peer
 from ipc.dispatch import Dispatcher
 from ipc.protocol import Call
 from ipc.registry import Registry
-from main.app import Services, open_services
 from main.config import Config
+from main.stores import Services, open_services
 from main.wiring import build_registry
 from tests.support.projects import make_folder
 

@@ -15,8 +15,8 @@ from ipc.channels.characters import register_characters
 from ipc.channels.context import AssembleResult
 from ipc.dispatch import Dispatcher
 from ipc.registry import Registry
-from main.app import Services
 from main.config import Config
+from main.stores import Services
 from services.characters.options import ConversationOptions
 from services.characters.service import MAX_MESSAGE_CHARS
 from tests.ipc.channels.conftest import Rpc, assert_documented

@@ -12,8 +12,8 @@ from ipc.channels.typed_memory import register_typed_memory
 from ipc.dispatch import Dispatcher
 from ipc.openrpc import openrpc_document
 from ipc.registry import Registry
-from main.app import Services
 from main.config import Config
+from main.stores import Services
 from services.characters.memories import MemoryIndex, TypedMemoryStore
 from services.errors import ConversationNotFound
 from services.knowledge import KgService

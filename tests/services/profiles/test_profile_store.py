@@ -12,7 +12,7 @@ from services.errors import InvalidInput, ProfileConflict, ProfileNotFound
 from services.profiles import store
 from services.projects import ProjectRecord
 from services.store import Database, open_database
-from services.store.database import SCHEMA_VERSION
+from services.store.precheck import SCHEMA_VERSION
 
 DOC = {"schema": "strata.profile/1", "name": "notes", "description": "短", "sections": {}}
 

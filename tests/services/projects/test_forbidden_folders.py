@@ -14,7 +14,8 @@ from structlog.testing import capture_logs
 
 from services.errors import ProjectPathForbidden, ProjectPathInvalid
 from services.projects import ProjectService, project_id_for
-from services.projects.roots import CheckedDocumentStore, FolderPolicy
+from services.projects.checked import CheckedDocumentStore
+from services.projects.roots import FolderPolicy
 from services.store import Database
 from services.store.tables import ProjectRow
 from tests.support.projects import make_folder

@@ -12,7 +12,8 @@ from services.projects import ProjectRecord, ProjectService
 from services.projects.settings import DEFAULT_READING_PAGE_TOKENS, SettingsPatch
 from services.reading.layout import DEFAULT_PAGE_TOKENS
 from services.store import Database
-from services.store.database import SCHEMA_VERSION, open_database
+from services.store.database import open_database
+from services.store.precheck import SCHEMA_VERSION
 from tests.support.projects import make_folder, open_project
 
 

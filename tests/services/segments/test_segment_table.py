@@ -9,7 +9,8 @@ from sqlalchemy import inspect, text
 from services.projects import ProjectRecord
 from services.segments import SegmentService
 from services.store import Database
-from services.store.database import SCHEMA_VERSION, open_database
+from services.store.database import open_database
+from services.store.precheck import SCHEMA_VERSION
 
 
 def test_a_version_4_database_gains_the_segment_table(tmp_path: Path) -> None:

@@ -13,11 +13,11 @@ from sqlmodel import Session, create_engine, select
 
 from services.store import database
 from services.store.database import (
-    SCHEMA_VERSION,
     Database,
     StrataMeta,
     open_database,
 )
+from services.store.precheck import SCHEMA_VERSION
 
 
 def _url(path: Path) -> str:
