@@ -59,7 +59,7 @@ class DeferredRetrieval:
         return self._service.loaded
 
     def start(self) -> None:
-        """Start loading now (``--preload``), without waiting for it."""
+        """Start loading now, without waiting for it."""
         self._service.start()
 
     async def ready(self) -> Retrieval:
