@@ -37,6 +37,8 @@ Phases, in order:
    document, an assembly per keystroke sent when the previous one answered,
    the cursor one character further each time, retrieval on (after one
    unmeasured pass over the same keystrokes elsewhere in the document).
+   Reported apart too: the keystrokes whose retrieval query is new (the
+   cursor passed a sentence's end: a search runs) and the others.
 3. **Burst, 4 per document** (``--bursts``, default none): 4 requests for
    every document at once, each at its own random cursor and skill.
    The first runs on cold caches.
@@ -87,6 +89,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from scripts import benchlib
 from scripts.benchlib import Load, LoadMeter, Template, pct, sentence, spread, table
+from services.retrieval.query import settled
 from services.tokenizer import resolve_tokenizer
 from tests.support.process import ServerProcess
 
@@ -299,6 +302,7 @@ class Target:
     document_id: str
     length: int  # code points, the cursor's upper bound
     language: str
+    text: str = field(default="", repr=False, compare=False)  # the document as seeded
 
 
 async def settle_index(url: str, token: str, project_ids: Sequence[str], timeout: float) -> dict[str, Any]:
@@ -341,7 +345,7 @@ async def seed(url: str, token: str, projects: Sequence[tuple[ProjectData, Path]
             for start in range(0, len(calls), 16):
                 await asyncio.gather(*(rpc.call(method, {"projectId": pid, **params})
                                        for method, params in calls[start:start + 16]))
-            return [Target(pid, d, len(t), data.language) for d, t in data.chapters.items()]
+            return [Target(pid, d, len(t), data.language, t) for d, t in data.chapters.items()]
         finally:
             await rpc.close()
 
@@ -522,12 +526,23 @@ async def typing(client: LoadClient, target: Target, keystrokes: int, rng: rando
     meter = LoadMeter(pid)
     started = time.perf_counter()
     outcomes = []
+    # Whether each keystroke's retrieval query is new: the query is the text before the cursor up to
+    # its last whole sentence (services/retrieval/query.py settled), so it changes as the cursor
+    # passes a sentence's end, and only a new query runs a search.
+    ends = [len(settled(target.text[:min(start + n, target.length)])) for n in range(keystrokes)]
+    new_query = [n == 0 or ends[n] != ends[n - 1] for n in range(keystrokes)]
     for n in range(keystrokes):
         params["cursorPosition"] = min(start + n, target.length)
         outcomes.append(await (await client.send("context:assemble", dict(params))))
     wall = time.perf_counter() - started
+    split = {}
+    if target.text:
+        for name, picked in (("new_query", True), ("same_query", False)):
+            ms = latency([o.latency_ms for o, new in zip(outcomes, new_query, strict=True)
+                          if new is picked and o.code == "ok"])
+            split[name] = {"count": ms.count, "p50_ms": ms.p50_ms, "p95_ms": ms.p95_ms}
     return summarize(label, outcomes, wall, pid, meter.stop(), keystrokes=keystrokes,
-                     skill=params["skillId"])
+                     skill=params["skillId"], **split)
 
 
 async def at_rate(clients: Sequence[LoadClient], targets: Sequence[Target], rate: float, seconds: float,
@@ -896,6 +911,12 @@ def render(report: Report) -> str:
         out.append("")
         out += table(["phase", "requests", "ok", "p50", "p95", "p99", "max", "req/s", "peak RSS", "server",
                       "ms/req", "clients", "others"], _phase_rows(report.phases))
+        for p in report.phases:
+            if "new_query" in p.notes:
+                new, same = p.notes["new_query"], p.notes["same_query"]
+                out.append(f"{p.label}: {new['count']} keystrokes with a new retrieval query (a search), "
+                           f"p50 {_fmt(new['p50_ms'])} / p95 {_fmt(new['p95_ms'])} ms; {same['count']} with "
+                           f"the query before, p50 {_fmt(same['p50_ms'])} / p95 {_fmt(same['p95_ms'])} ms")
     out.append("")
     out.append("Errors and refusals (CONTEXT_BACKPRESSURE latency in ms; 'at once' = answered in under 1 s)")
     rows = [[p.label, _codes(p), str(p.refused.count), _fmt(p.refused_at_once.p50_ms),

@@ -139,7 +139,7 @@ def fake_result(p95: float, level: int | None = None) -> bench_load.PhaseResult:
 def test_whole_run_against_a_real_server(capsys: pytest.CaptureFixture[str]) -> None:
     """One tiny run end to end: the sweep sends each load at once (8: 4 to each of 2 documents,
     all assembled within budget; 24: 6 per document, every one assembled or refused); a writer's
-    keystrokes each assemble; every
+    keystrokes each assemble, reported apart by whether their retrieval query was new; every
     4-per-document request succeeds; at 20 per document each
     document holds 12 at most and refuses the others with CONTEXT_BACKPRESSURE and a retryAfterMs
     hint (one sent at once with them but read after an earlier one finished takes its place);
@@ -157,6 +157,10 @@ def test_whole_run_against_a_real_server(capsys: pytest.CaptureFixture[str]) -> 
     assert large["codes"]["ok"] + large["codes"].get("CONTEXT_BACKPRESSURE", 0) == 24
     typed, burst, overload, sustained = report["phases"]
     assert (typed["requests"], typed["codes"], typed["notes"]["keystrokes"]) == (5, {"ok": 5}, 5)
+    # The first keystroke's query is new; the others are new only where the cursor passed a sentence end.
+    new_query, same_query = typed["notes"]["new_query"], typed["notes"]["same_query"]
+    assert new_query["count"] >= 1
+    assert new_query["count"] + same_query["count"] == 5
     assert burst["requests"] == 2 * 2 * 4
     assert burst["codes"] == {"ok": 16}
     assert burst["ok"]["count"] == 16
@@ -185,3 +189,4 @@ def test_whole_run_against_a_real_server(capsys: pytest.CaptureFixture[str]) -> 
     assert "Spec 004" not in table  # no 500 point
     assert "CONTEXT_BACKPRESSURE" in table
     assert "Machine:" in table
+    assert "keystrokes with a new retrieval query" in table
