@@ -38,7 +38,8 @@ Phases, in order:
    the cursor one character further each time, retrieval on (after one
    unmeasured pass over the same keystrokes elsewhere in the document).
    Reported apart too: the keystrokes whose retrieval query is new (the
-   cursor passed a sentence's end: a search runs) and the others.
+   cursor passed a sentence's end: a search runs, unless the server kept
+   that query's result from an earlier request) and the others.
 3. **Burst, 4 per document** (``--bursts``, default none): 4 requests for
    every document at once, each at its own random cursor and skill.
    The first runs on cold caches.
@@ -528,7 +529,8 @@ async def typing(client: LoadClient, target: Target, keystrokes: int, rng: rando
     outcomes = []
     # Whether each keystroke's retrieval query is new: the query is the text before the cursor up to
     # its last whole sentence (services/retrieval/query.py settled), so it changes as the cursor
-    # passes a sentence's end, and only a new query runs a search.
+    # passes a sentence's end. Only a new query can run a search: one the server has not kept from an
+    # earlier request (the warm-up's keystrokes, a sweep's) for the same index.
     ends = [len(settled(target.text[:min(start + n, target.length)])) for n in range(keystrokes)]
     new_query = [n == 0 or ends[n] != ends[n - 1] for n in range(keystrokes)]
     for n in range(keystrokes):
@@ -914,7 +916,8 @@ def render(report: Report) -> str:
         for p in report.phases:
             if "new_query" in p.notes:
                 new, same = p.notes["new_query"], p.notes["same_query"]
-                out.append(f"{p.label}: {new['count']} keystrokes with a new retrieval query (a search), "
+                out.append(f"{p.label}: {new['count']} keystrokes with a new retrieval query (a search "
+                           "unless kept from before), "
                            f"p50 {_fmt(new['p50_ms'])} / p95 {_fmt(new['p95_ms'])} ms; {same['count']} with "
                            f"the query before, p50 {_fmt(same['p50_ms'])} / p95 {_fmt(same['p95_ms'])} ms")
     out.append("")
