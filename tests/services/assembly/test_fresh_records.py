@@ -1,6 +1,6 @@
 """Kept reads never hide a write: every write through the services shows in the next assembly.
 
-ContextService is wired here as ``strata serve`` wires it (main/app.py), on real SQLite
+ContextService is wired here as ``strata serve`` wires it (main/wiring.py), on real SQLite
 stores, but without the retrieval index.
 """
 
