@@ -143,7 +143,7 @@ class Config(BaseSettings):
 
     @property
     def resolved_database_url(self) -> str:
-        return self.database_url or f"sqlite:///{self.data_dir / 'strata.db'}"
+        return self.database_url or f"sqlite:///{self.database_file}"
 
     @property
     def database_file(self) -> Path | None:

@@ -18,7 +18,7 @@ from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from services.concurrency.snapshots import Snapshots
 from services.store import tables  # noqa: F401  (registers every table with SQLModel.metadata)
-from services.store.precheck import SCHEMA_VERSION, SchemaTooNew
+from services.store.precheck import BUSY_TIMEOUT_S, SCHEMA_VERSION, SchemaTooNew
 
 _log = structlog.get_logger("store")
 
@@ -57,7 +57,7 @@ MIGRATIONS: dict[int, Callable[[Engine], None]] = {1: _create_tables, 2: _create
                                                    8: _add_reading_page_tokens}
 
 
-BUSY_TIMEOUT_MS = 30_000
+BUSY_TIMEOUT_MS = int(BUSY_TIMEOUT_S * 1000)  # the precheck's wait, as SQLite's pragma takes it
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 # The schema this build reaches (services/store/database.py's MIGRATIONS, checked by its tests).
 SCHEMA_VERSION = 8
-BUSY_TIMEOUT_S = 30.0
+BUSY_TIMEOUT_S = 30.0  # how long a look waits for another writer; the store's own busy timeout too
 
 
 class SchemaTooNew(RuntimeError):
