@@ -182,6 +182,19 @@ async def test_the_ready_line_comes_before_the_other_channels_load_and_their_cal
         assert (await unknown)["error"]["code"] == -32601
 
 
+def waiting_for_stores(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Set once a system:info call has reached the wait for the stores (``main.app._described``)."""
+    asked = asyncio.Event()
+    described = app._described
+
+    async def signalling(opened: asyncio.Future[Any]) -> Any:
+        asked.set()
+        return await described(opened)
+
+    monkeypatch.setattr(app, "_described", signalling)
+    return asked
+
+
 async def test_the_ready_line_comes_before_the_stores_open_and_calls_that_need_them_wait(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The stores (the database through SQLAlchemy, the documents, retrieval) open after the ready
@@ -189,12 +202,13 @@ async def test_the_ready_line_comes_before_the_stores_open_and_calls_that_need_t
     project:open wait for them, then answer."""
     gate = Gate()
     monkeypatch.setattr(app, "_open_stores", gate.wrap(app._open_stores))
+    asked = waiting_for_stores(monkeypatch)
     async with serving_here(tmp_path / "data", monkeypatch) as ready, \
             connected(ready["url"], ready["token"]) as rpc:
         await gate.wait_entered()
-        info = asyncio.ensure_future(rpc.call("system:info", {}))
         opening = asyncio.ensure_future(Project.open(rpc, tmp_path / "novel"))
-        await asyncio.sleep(0.2)
+        info = asyncio.ensure_future(rpc.call("system:info", {}))
+        await asyncio.wait_for(asked.wait(), 60)
         assert not info.done()
         assert not opening.done()
         gate.release()
@@ -215,6 +229,7 @@ async def test_stores_that_fail_to_open_after_the_ready_line_end_the_server_and_
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(app, "_open_stores", failing)
+    asked = waiting_for_stores(monkeypatch)
     replies: list[dict[str, Any]] = []
 
     async def ask_while_opening() -> None:
@@ -222,7 +237,7 @@ async def test_stores_that_fail_to_open_after_the_ready_line_end_the_server_and_
                 connected(ready["url"], ready["token"]) as rpc:
             await gate.wait_entered()
             info = asyncio.ensure_future(rpc.request("system:info", {}))
-            await asyncio.sleep(0.1)
+            await asyncio.wait_for(asked.wait(), 60)
             gate.release()
             replies.append(await info)
 
