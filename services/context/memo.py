@@ -44,9 +44,9 @@ class Memo(Protocol):
 
 # Counts of rendered sections kept per project (services/context/reduce.py State.counted), and cap steps'
 # drops (drops_needed) among them: each holds its items and part texts, and a request's reduction asks
-# for a dozen or so. Their texts count towards
-# the characters bound even when other caches hold them too: a profile whose items are made anew at
-# each request (pages of a book) must not keep a thousand requests' worth.
+# for a dozen or so. Their texts count towards the characters bound even when other caches hold them
+# too: a profile whose items are made anew at each request (pages of a book) must not keep a thousand
+# requests' worth.
 SECTION_COUNTS = 1024
 SECTION_COUNT_CHARS = 8_000_000
 def norm(text: str) -> str:
