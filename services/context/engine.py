@@ -19,14 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from services.context.budget import MAX_INPUT_TOKENS, make_budget
+from services.context.candidates import candidates
 from services.context.counting import CountCache
 from services.context.hashing import prefix_hashes, sha256_hex
 from services.context.memo import Memo, NoMemo
 from services.context.models import Assembly, BudgetProfile, Item, ItemReport, LayerResult, Window
 from services.context.plan import Plan, holds
-from services.context.precut import split
-from services.context.reduce import State, fit, order_items, verify
-from services.context.screening import check_scope, dropped, screen
+from services.context.reduce import State, fit, verify
+from services.context.screening import check_scope, dropped
 from services.context.templates import resolve_texts
 from services.errors import InputTooLarge
 
@@ -154,17 +154,14 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
     check_scope(request.items, request.project_id)
     _check_input_size(request)
     plan, items, conditioned = _active(request)
-    screened = screen(plan, items, request.window, memo)
-    screened.reports[:0] = conditioned
     budget = make_budget(request.profile, plan, request.system_prompt_tokens)
-    state = State.start(request, plan, budget, counter.count, memo, screened,
+    found = candidates(plan, items, request.window, budget, memo, request.explain)
+    found.screened.reports[:0] = conditioned
+    state = State.start(request, plan, budget, counter.count, memo, found.screened,
                         resolve_texts(plan, request.language, request.variables, request.facts,
                                       request.instruction))
-    # A report of every candidate's fate orders them all; otherwise those that can never fit are
-    # set apart first, for their section's first step (services/context/precut.py).
-    explained = request.explain
-    ordered, state.tail = (screened.items, None) if explained else split(plan, budget, screened.items, memo)
-    state.kept.update(order_items(plan, ordered, request.window, memo))
+    state.tail, state.named = found.tail, found.named
+    state.kept.update(found.ordered)
     lap("screen")
     fit(state, caps_only=True)
     lap("rules")

@@ -41,6 +41,12 @@ class Memo(Protocol):
         and bound): a step's drop, which needs several counts, for the very same items."""
         ...
 
+    def candidates(self, key: Hashable, held: object, make: Callable[[], T], chars: Callable[[], int]) -> T:
+        """``make()``, an assembly's screened and ordered candidates (services/context/candidates.py),
+        kept as :meth:`kept` keeps an answer but apart from the counts, fewer of them: each holds
+        every candidate of an assembly."""
+        ...
+
 
 # Counts of rendered sections kept per project (services/context/reduce.py State.counted), and cap steps'
 # drops (drops_needed) among them: each holds its items and part texts, and a request's reduction asks
@@ -49,6 +55,12 @@ class Memo(Protocol):
 # requests' worth.
 SECTION_COUNTS = 1024
 SECTION_COUNT_CHARS = 8_000_000
+# Screened candidates kept per project: an assembly's neighbours (the next keystrokes, the other
+# requests of a burst to the same document) gather the same items. Each entry names every candidate
+# of an assembly, and is sized by all their texts even though the providers' caches hold them too.
+SCREENINGS = 32
+SCREENING_CHARS = 4_000_000
+
 def norm(text: str) -> str:
     return "".join(text.split())
 
@@ -74,6 +86,9 @@ class NoMemo:
     def kept(self, key: Hashable, held: object, make: Callable[[], T], chars: Callable[[], int]) -> T:
         return make()
 
+    def candidates(self, key: Hashable, held: object, make: Callable[[], T], chars: Callable[[], int]) -> T:
+        return make()
+
 
 class BoundedMemo:
     """Keeps answers, at most ``max_entries`` of each kind and ``max_chars`` characters of
@@ -82,11 +97,14 @@ class BoundedMemo:
     A hit reads without the lock (one dict lookup, atomic in CPython): the same few hundred
     records are looked up at every assembly, so the hit path is the one to keep short. Kept
     section counts and cap steps' drops (at most ``max_counts`` together, holding
-    ``max_count_chars`` characters of text) go least recently used first, and take the lock.
+    ``max_count_chars`` characters of text), and apart from them screened candidates (at most
+    ``max_screenings``, naming ``max_screening_chars``), go least recently used first, and take
+    the lock.
     """
 
     def __init__(self, max_entries: int = 8192, max_chars: int = 2_000_000,
-                 max_counts: int = SECTION_COUNTS, max_count_chars: int = SECTION_COUNT_CHARS) -> None:
+                 max_counts: int = SECTION_COUNTS, max_count_chars: int = SECTION_COUNT_CHARS,
+                 max_screenings: int = SCREENINGS, max_screening_chars: int = SCREENING_CHARS) -> None:
         self._max = max_entries
         self._max_chars = max_chars
         self._chars = 0
@@ -94,6 +112,8 @@ class BoundedMemo:
         self._ids: dict[str, NaturalId] = {}
         # Kept section counts and drops: the items and texts they name, and the answer.
         self._counts: SizedLru[Hashable, tuple[object, Any]] = SizedLru(max_counts, max_count_chars)
+        self._screenings: SizedLru[Hashable, tuple[object, Any]] = SizedLru(max_screenings,
+                                                                            max_screening_chars)
         self._lock = threading.Lock()
 
     def norm(self, text: str) -> str:
@@ -127,16 +147,23 @@ class BoundedMemo:
         return self.kept(key, held, count, chars)
 
     def kept(self, key: Hashable, held: object, make: Callable[[], T], chars: Callable[[], int]) -> T:
+        return self._keep(self._counts, key, held, make, chars)
+
+    def candidates(self, key: Hashable, held: object, make: Callable[[], T], chars: Callable[[], int]) -> T:
+        return self._keep(self._screenings, key, held, make, chars)
+
+    def _keep(self, lru: SizedLru[Hashable, tuple[object, Any]], key: Hashable, held: object,
+              make: Callable[[], T], chars: Callable[[], int]) -> T:
         with self._lock:
-            found = self._counts.get(key)
+            found = lru.get(key)
         if found is not None:
             answer: T = found[0][1]
             return answer
         value = make()
         size = chars()
-        if size <= self._counts.max_size // 4:  # one huge section would evict every other count
+        if size <= lru.max_size // 4:  # one huge entry would evict every other
             with self._lock:
-                self._counts.put(key, (held, value), size)
+                lru.put(key, (held, value), size)
         return value
 
     def counts(self) -> int:
@@ -148,6 +175,11 @@ class BoundedMemo:
         """The characters of text the kept section counts hold."""
         with self._lock:
             return self._counts.size
+
+    def screenings(self) -> tuple[int, int]:
+        """How many screened candidates :meth:`candidates` keeps now, and the characters they name."""
+        with self._lock:
+            return len(self._screenings), self._screenings.size
 
 
 class ProjectMemos:

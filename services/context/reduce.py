@@ -17,7 +17,7 @@ before and after it, and every item it removes keeps a reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -85,6 +85,7 @@ class State:
     frames: dict[tuple[str, str], Frame] = field(default_factory=dict)  # each part's, for this language
     cues: dict[str, str] = field(default_factory=dict)  # section id -> the cue that replaced it
     tail: Tail | None = None  # candidates its first step drops, set apart (services/context/precut.py)
+    named: frozenset[str] = frozenset()  # ids of the items named near the cursor (mentioned())
 
     @classmethod
     def start(
@@ -189,7 +190,7 @@ class State:
         if tail is not None and tail.section == section_id:
             self.tail = None
             items = [*self.kept[section_id], *tail.items]
-            self.kept[section_id] = order_items(self.plan, items, self.request.window, self.memo)[section_id]
+            self.kept[section_id] = order_items(self.plan, items, self.named, self.memo)[section_id]
 
     def take_tail(self, section_id: str) -> list[Item]:
         """The candidates set apart from the section, lowest first, for its first step to drop."""
@@ -249,24 +250,28 @@ class State:
 # --- ordering -------------------------------------------------------------------------------
 
 
-def _mentioned(items: Sequence[Item], window: Window | None) -> set[str]:
-    """Ids of the items one of whose names stands in the text around the cursor."""
-    contains = ((window.before + window.after) if window else "").__contains__
+def mentioned(plan: Plan, items: Sequence[Item], window: Window | None) -> frozenset[str]:
+    """Ids of the items of parts ranked ``mentioned_first`` one of whose names stands in the text
+    around the cursor: all that ordering reads of the window."""
+    if window is None:
+        return frozenset()
+    ranked = {(s.id, p.id) for s in plan.sections for p in s.parts if p.rank == "mentioned_first"}
+    contains = (window.before + window.after).__contains__
     # map/filter/any keep the per-name loop in C: this runs over every entity at every assembly.
-    return {i.id for i in items if i.names and any(map(contains, filter(None, i.names)))}
+    return frozenset(i.id for i in items if i.names and (i.layer, i.section) in ranked
+                     and any(map(contains, filter(None, i.names))))
 
 
 def order_items(
-    plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo
+    plan: Plan, items: Sequence[Item], named: Collection[str], memo: Memo
 ) -> dict[str, list[Item]]:
     """Each section's items in render order: by the part's rank (the writer's own first, or those
-    named near the cursor first), then by key (highest first), then oldest first; or, for a part
-    ranked ``given``, in the order the source gave them."""
+    ``named`` near the cursor first: :func:`mentioned`), then by key (highest first), then oldest
+    first; or, for a part ranked ``given``, in the order the source gave them."""
     ranks = {(s.id, p.id): p.rank for s in plan.sections for p in s.parts}
     by_rank: dict[str, list[tuple[int, Item]]] = {}
     for n, item in enumerate(items):
         by_rank.setdefault(ranks[(item.layer, item.section)], []).append((n, item))
-    mentioned = _mentioned([i for _, i in by_rank.get("mentioned_first", ())], window)
     natural = memo.natural_id
     keyed: list[tuple[Rank, Item]] = []
     for how, found in by_rank.items():
@@ -275,7 +280,7 @@ def order_items(
         elif how == "user_first":
             keyed += (((i.origin != "user", -i.key, natural(i.id)), i) for _, i in found)
         elif how == "mentioned_first":
-            keyed += (((i.id not in mentioned, -i.key, natural(i.id)), i) for _, i in found)
+            keyed += (((i.id not in named, -i.key, natural(i.id)), i) for _, i in found)
         else:
             keyed += (((False, -i.key, natural(i.id)), i) for _, i in found)
     by_section: dict[str, list[tuple[Rank, Item]]] = {

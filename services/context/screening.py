@@ -60,26 +60,48 @@ def _overlaps(span: tuple[int, int] | None, window: Window | None) -> bool:
     return span[0] < end and window.start < span[1]
 
 
-def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo) -> Screened:
+def window_knocks(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo) -> frozenset[int]:
+    """The positions in ``items`` of the candidates of parts deduplicated against the window that
+    the window holds: a span that overlaps it, or a text (whitespace aside) that stands in it. All
+    that screening reads of the window."""
+    if window is None:
+        return frozenset()
+    parts = item_parts(plan)
+    # The window is new at every assembly: its text would only push the records' out of the memo.
+    window_text = norm(window.before + window.after)
+    text_of = memo.norm
+    knocked = []
+    for n, item in enumerate(items):
+        part = parts.get((item.layer, item.section))
+        if part is None or part.dedupe != "window" or not item.text:
+            continue
+        if _overlaps(item.span, window) or ((text := text_of(item.text)) and text in window_text):
+            knocked.append(n)
+    return frozenset(knocked)
+
+
+def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo,
+           knocks: frozenset[int] | None = None) -> Screened:
     """Keep valid, distinct items; cap each section at its ``candidates``.
 
     An item is skipped as ``invalid`` (no part of the plan holds it, a negative count, blank text,
     a NaN key), else as a ``duplicate``: of an id kept before; for parts deduplicated by text or
     against the window, of a text kept before (whitespace aside); against the window, of a span
-    that overlaps it or a text it holds. One pass, the checks inline: it runs over every candidate
-    (some 370 in a novel's assembly) at every assembly."""
+    that overlaps it or a text it holds (``knocks``: :func:`window_knocks`, found here when not
+    given). One pass, the checks inline: it runs over every candidate (some 370 in a novel's
+    assembly)."""
+    if knocks is None:
+        knocks = window_knocks(plan, items, window, memo)
     parts = item_parts(plan)
     result = Screened(items=[])
     keep, reports = result.items.append, result.reports
-    # The window is new at every assembly: its text would only push the records' out of the memo.
-    window_text = norm((window.before + window.after) if window else "")
     # The ids and whitespace-free texts kept so far; a kept text is the memo's own string, whose
     # hash Python keeps.
     seen_ids: set[str] = set()
     seen_texts: set[str] = set()
     text_of = memo.norm
     invalid = 0
-    for item in items:
+    for n, item in enumerate(items):
         part = parts.get((item.layer, item.section))
         text = item.text
         if part is None or item.tokens < 0 or not text or text.isspace() or item.key != item.key:
@@ -93,8 +115,7 @@ def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo)
         dedupe = part.dedupe
         if dedupe != "id":
             text = text_of(text)
-            if text in seen_texts or (dedupe == "window" and (
-                    _overlaps(item.span, window) or (text and text in window_text))):
+            if text in seen_texts or (dedupe == "window" and n in knocks):
                 reports.append(dropped(item, "duplicate"))
                 continue
             seen_texts.add(text)

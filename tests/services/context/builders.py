@@ -7,12 +7,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from services.context.budget import make_budget
+from services.context.candidates import candidates
 from services.context.engine import Request, assemble
 from services.context.memo import NoMemo
 from services.context.models import Assembly, BudgetProfile, Item, Origin, Window
 from services.context.plan import PartKind, PartPlan, Plan, SectionPlan, StepPlan
-from services.context.reduce import State, order_items
-from services.context.screening import screen
+from services.context.reduce import State
 from services.context.templates import resolve_texts
 from tests.services.context.factory import PROJECT, counter
 
@@ -67,11 +67,12 @@ def start(the_plan: Plan, items: Iterable[Item] = (), **kwargs: Any) -> State:
     """The engine's state just before reduction, as :func:`assemble` builds it."""
     req = request(the_plan, items, **kwargs)
     memo = NoMemo()
-    screened = screen(the_plan, req.items, req.window, memo)
     budget = make_budget(req.profile, the_plan, req.system_prompt_tokens)
+    found = candidates(the_plan, req.items, req.window, budget, memo, explain=True)
     texts = resolve_texts(the_plan, req.language, req.variables, req.facts, req.instruction)
-    state = State.start(req, the_plan, budget, counter().count, memo, screened, texts)
-    state.kept.update(order_items(the_plan, screened.items, req.window, memo))
+    state = State.start(req, the_plan, budget, counter().count, memo, found.screened, texts)
+    state.named = found.named
+    state.kept.update(found.ordered)
     return state
 
 

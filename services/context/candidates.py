@@ -1,0 +1,59 @@
+"""An assembly's candidates screened, set apart and ordered, kept for its neighbours.
+
+Screening, the precut and ordering read the window only through two small
+sets: the candidates it knocks out (:func:`screening.window_knocks`) and the
+items it names (:func:`reduce.mentioned`). The rest of what they read is the
+plan, the gathered items and the budget's total. Neighbouring keystrokes, and
+the requests of a burst to one document, gather the very same item objects and
+their windows knock out and name the same few, so the work is done once and
+kept in the project's memo under those (the entry holds the plan and the items,
+so the ids in its key stay theirs). Each caller gets its own lists: the
+reduction changes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.context.memo import Memo
+from services.context.models import Budget, Item, Window
+from services.context.plan import Plan
+from services.context.precut import Tail, split
+from services.context.reduce import mentioned, order_items
+from services.context.screening import Screened, screen, window_knocks
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    screened: Screened
+    ordered: dict[str, list[Item]]  # each section's kept candidates in render order
+    tail: Tail | None  # those set apart for the first step to drop (precut), when no report is asked
+    named: frozenset[str]  # ids of the items named near the cursor, for ordering them again
+
+
+def candidates(plan: Plan, items: Sequence[Item], window: Window | None, budget: Budget, memo: Memo,
+               explain: bool) -> Candidates:
+    """``items`` screened, set apart (unless ``explain``: a report of every candidate's fate
+    orders them all) and ordered, as :func:`screen`, :func:`split` and :func:`order_items` give
+    them, for the caller to change."""
+    knocks = window_knocks(plan, items, window, memo)
+    named = mentioned(plan, items, window)
+    minimums = tuple(budget.minimums.items())
+    held = (plan, tuple(items))
+    key = (id(plan), tuple(map(id, held[1])), knocks, named, explain, budget.total, minimums)
+
+    def make() -> tuple[Screened, dict[str, list[Item]], Tail | None]:
+        screened = screen(plan, items, window, memo, knocks)
+        ordered, tail = (screened.items, None) if explain else split(plan, budget, screened.items, memo)
+        return screened, order_items(plan, ordered, named, memo), tail
+
+    screened, ordered, tail = memo.candidates(key, held, make, lambda: sum(len(i.text) for i in items))
+    return Candidates(
+        screened=Screened(list(screened.items), list(screened.reports), list(screened.warnings)),
+        ordered={section: list(kept) for section, kept in ordered.items()},
+        tail=Tail(tail.section, list(tail.items)) if tail is not None else None,
+        named=named)
+
+
+__all__ = ["Candidates", "candidates"]
