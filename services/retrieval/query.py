@@ -73,20 +73,30 @@ def context_sentences(before: str, chars: int = CONTEXT_CHARS, limit: int = CONT
 # Where a sentence ends, as chunking cuts them: Chinese 。！？；…, or . ! ? before a space, a closer or
 # the end, with any closing quotes or brackets; a line break always ends one.
 _END = re.compile(r"""(?:[。！？；]+|…+|[.!?]+(?=[\s"'”’)\]」』）]|$))["'”’)\]」』）]*|\n""")
-_TAIL = 2000  # characters searched backwards for the last sentence end before searching all
+# How far back the last sentence end is looked for, nearest first, before searching all: a scan
+# from inside a sentence end's run of marks finds the same end, so each tier finds the end a scan
+# from the start would. Most sentences are short: the first tier usually holds one.
+_TIERS = (256, 2000)
 
 
 def settled(before: str) -> str:
     """``before`` without the sentence being typed: up to the end of its last whole sentence, so
     every cursor inside one sentence asks the same query (whose sentences are all in the index).
     All of ``before`` when no sentence ends in it."""
+    for tier in (*_TIERS, len(before)):
+        end = _last_end(before, max(0, len(before) - tier))
+        if end is not None:
+            return before[:end]
+        if tier >= len(before):
+            break
+    return before
+
+
+def _last_end(text: str, start: int) -> int | None:
     last = None
-    for match in _END.finditer(before, max(0, len(before) - _TAIL)):
+    for match in _END.finditer(text, start):
         last = match
-    if last is None and len(before) > _TAIL:
-        for match in _END.finditer(before):
-            last = match
-    return before if last is None else before[:last.end()]
+    return None if last is None else last.end()
 
 
 def combine(sentences: Sequence[Any], instruction: Any | None) -> Any:

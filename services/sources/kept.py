@@ -30,13 +30,14 @@ W = TypeVar("W", bound=Weighed)
 
 
 async def gathered(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object],
-                   make: Callable[[], Sequence[Item]], *, size: int, weight: int = 0) -> list[Item]:
+                   make: Callable[[], Sequence[Item]], *, size: Callable[[], int],
+                   weight: int = 0) -> list[Item]:
     """The items kept under ``key`` for these very ``records``, else ``make()`` (off the event loop
-    when ``size``, the characters of text it reads, is large), kept for next time."""
+    when ``size()``, the characters of text it reads, is large: asked only then), kept for next time."""
     found = kept_items(cache, project_id, key, records)
     if found is not None:
         return found
-    items = await off_loop(size, make)
+    items = await off_loop(size(), make)
     return keep_items(cache, project_id, key, records, items, weight)
 
 

@@ -50,6 +50,19 @@ ENTITY_KINDS = {
 }
 
 
+# The characters of text a provider's items are made from: whether they are made off the event loop.
+def _chars(records: Sequence[ConstraintLike | SemanticRuleLike]) -> int:
+    return sum(len(r.text) for r in records)
+
+
+def _kg_chars(constraints: Sequence[ConstraintLike], entities: Sequence[EntityLike]) -> int:
+    return _chars(constraints) + sum(len(e.description) + len(e.name) for e in entities)
+
+
+def _episode_chars(records: Sequence[EpisodeLike]) -> int:
+    return sum(len(r.instruction) + len(r.output) for r in records)
+
+
 def _constraint_item(record: ConstraintLike, ctx: GatherContext, where: tuple[str, str]) -> Item:
     return Item(id=f"constraint:{record.id}", layer=where[0], section=where[1],
                 source=f"constraint:{record.kind}", text=record.text,
@@ -72,9 +85,8 @@ class UserConstraintsProvider:
         if where is None:
             return []
         records = await self.fetch(ctx.project_id)
-        size = sum(len(r.text) for r in records)
         return await gathered(self.kept, ctx.project_id, ("constraints", where, ctx.counter), records,
-                              partial(self._items, records, ctx, where), size=size)
+                              partial(self._items, records, ctx, where), size=partial(_chars, records))
 
     @staticmethod
     def _items(records: Sequence[ConstraintLike], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
@@ -100,9 +112,9 @@ class KnowledgeGraphProvider:
         records = (*constraints, *entities)
         near = ctx.near_cursor if entities else frozenset()  # entities are ranked by it, constraints not
         key = ("kg", ctx.language, at_constraints, at_entities, ctx.counter, near)
-        size = sum(len(r.text) for r in constraints) + sum(len(e.description) + len(e.name) for e in entities)
         return await gathered(self.kept, ctx.project_id, key, records,
-                              partial(self._items, constraints, entities, ctx), size=size, weight=len(near))
+                              partial(self._items, constraints, entities, ctx),
+                              size=partial(_kg_chars, constraints, entities), weight=len(near))
 
     def _items(self, constraints: Sequence[ConstraintLike], entities: Sequence[EntityLike],
                ctx: GatherContext) -> list[Item]:
@@ -158,9 +170,8 @@ class SemanticMemoryProvider:
         if where is None:
             return []
         records = await self.fetch(ctx.project_id)
-        size = sum(len(r.text) for r in records)
         return await gathered(self.kept, ctx.project_id, ("semantic", where, ctx.counter), records,
-                              partial(self._items, records, ctx, where), size=size)
+                              partial(self._items, records, ctx, where), size=partial(_chars, records))
 
     @staticmethod
     def _items(records: Sequence[SemanticRuleLike], ctx: GatherContext, where: tuple[str, str]) -> list[Item]:
@@ -194,9 +205,9 @@ class EpisodicMemoryProvider:
         records = await self.fetch(ctx.project_id)
         near = ctx.near_cursor
         key = ("episodic", ctx.language, where, ctx.counter, near, ctx.additional_input)
-        size = sum(len(r.instruction) + len(r.output) for r in records) + len(ctx.additional_input)
         return await gathered(self.kept, ctx.project_id, key, records,
-                              partial(self._items, records, ctx, where), size=size,
+                              partial(self._items, records, ctx, where),
+                              size=lambda: _episode_chars(records) + len(ctx.additional_input),
                               weight=len(near) + len(ctx.additional_input))
 
     def _items(self, records: Sequence[EpisodeLike], ctx: GatherContext,

@@ -18,6 +18,7 @@ from services.caches import SEARCH_RESULT_BYTES, SEARCH_RESULTS, search_result_c
 from services.context.counting import CountCache
 from services.context.skills import get_skill
 from services.retrieval import Standalone, build_retrieval
+from services.retrieval import query as query_module
 from services.retrieval.provider import RetrievalProvider
 from services.retrieval.query import DenseQuery, settled
 from services.retrieval.search import Exclusion, Hit, Snapshot
@@ -231,6 +232,21 @@ def test_settled_drops_only_the_sentence_being_typed(text: str, typed: str) -> N
     if text and text[-1] in "。！？；…\n":
         assert done == text
         assert settled(text + typed) == text
+
+
+def _settled_from_the_start(text: str) -> str:
+    """settled() as a scan of the whole text for its last sentence end."""
+    ends = [match.end() for match in query_module._END.finditer(text)]
+    return text[:ends[-1]] if ends else text
+
+
+@given(text=_TEXT, filler=st.sampled_from([0, 200, 250, 1990, 2100]), tail=_TEXT)
+def test_settled_finds_the_end_a_scan_from_the_start_finds(text: str, filler: int, tail: str) -> None:
+    """However far back the last sentence end lies (within the near tier, the far one or beyond),
+    and wherever a tier starts inside a run of marks and closers, settled() cuts where a scan of the
+    whole text does."""
+    whole = text + "林" * filler + tail
+    assert settled(whole) == _settled_from_the_start(whole)
 
 
 def _chunks(ends: list[int]) -> list[ChunkRecord]:
