@@ -59,6 +59,9 @@ LABELLED_SENTENCES = 100
 # Sentence rows from which a held search's matrix product goes to a worker thread: the hop and the
 # GIL handoffs cost about 0.1 ms, the product about 0.1 ms per 1,000 rows of 384 dimensions here.
 THREADED_ROWS = 2048
+# How long a lone search waits for its product's worker thread to take the GIL and start: an idle
+# worker wakes in a tenth of a millisecond or so; past this the search goes on without it.
+PRODUCT_HANDOFF_S = 0.001
 DENSE_QUERY_CHARS = 600  # the encoder's cost grows with the text (~25 ms per 500 characters)
 # Index passes that embedded this many sentences freed the encoder's working arrays (megabytes),
 # which the allocator keeps unless asked to give them back; a keystroke's pass embeds one or two.
@@ -136,6 +139,7 @@ class Retrieval:
         # Terms of the runs of words in lexical queries, per project (jieba's segmentation is the cost).
         self._query_terms = query_terms if query_terms is not None else query_terms_cache()
         self._running: dict[tuple[str, Hashable], asyncio.Future[tuple[Hit, ...]]] = {}
+        self._products = 0  # held searches' matrix products on worker threads now (event loop only)
         # Projects' indexes in memory are let go after ``idle_after`` seconds without a request that
         # needs them, and beyond ``max_open`` (least recently used first). ``on_freed`` (blocking, run
         # off the loop) gives freed memory back: after a release, and after a pass that embedded at
@@ -464,12 +468,26 @@ class Retrieval:
         vector = self._query_vector(project_id, snapshot, dense_query)
         if vector is None:
             return self._search(project_id, snapshot, query, dense_query, limit, mode, exclude)
-        product = asyncio.ensure_future(asyncio.to_thread(
-            matrix.top, vector, _sentences_wanted(mode, limit), hub_penalty(self._indexer.state.embedding)))
+        started = threading.Event()
+        # Handed to the default pool here and now (asyncio.to_thread would only once its task runs).
+        product = asyncio.get_running_loop().run_in_executor(None, partial(
+            _started, started, matrix.top, vector, _sentences_wanted(mode, limit),
+            hub_penalty(self._indexer.state.embedding)))
+        lone = not self._products
+        self._products += 1
         try:
+            if lone:
+                # The worker needs the GIL to start, and BM25 below holds it: left alone, the worker
+                # waits for it (up to the interpreter's switch interval) and the two run one after the
+                # other. Waiting here lets it go until the worker is in the product, which releases it.
+                # Only for a lone search: in a burst the workers are busy and the loop has other work.
+                started.wait(PRODUCT_HANDOFF_S)
             lexical = self._lexical(project_id, snapshot, query, limit, mode)
         finally:  # the thread's product is never left unawaited; BM25's failure, if any, is the one raised
-            await asyncio.wait([product])
+            try:
+                await asyncio.wait([product])
+            finally:
+                self._products -= 1
         dense = snapshot.dense_rows(matrix, *product.result())
         return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude,
                     dense_weight=dense_weight(self._indexer.state.embedding))
@@ -595,6 +613,12 @@ class Retrieval:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(30):
                 await asyncio.to_thread(partial(self._indexing.shutdown, wait=True, cancel_futures=True))
+
+
+def _started(started: threading.Event, work: Callable[..., Any], *args: Any) -> Any:
+    """``work(*args)`` on a worker thread, once ``started`` is set for whoever waits for it to begin."""
+    started.set()
+    return work(*args)
 
 
 def _sentences_wanted(mode: Mode, limit: int) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -456,3 +457,65 @@ async def test_a_held_search_over_many_rows_multiplies_on_a_thread_and_answers_a
     assert threading.get_ident() not in threads[2:]
     assert answers[0] == answers[10**9]
     assert all(answers[0][:2])
+
+
+async def test_a_lone_search_starts_its_product_before_bm25_holds_the_loop(
+        standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lone held search lets its worker thread begin the matrix product before BM25 ranks on the
+    loop (so the two run side by side); a search while another's product runs does not wait for its
+    own; the count of products in flight comes back to none, also when BM25 fails."""
+    from services.retrieval import service as retrieval_service
+    from services.retrieval.dense import SentenceMatrix
+
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    await retrieval.index_project("p1", root)
+    await retrieval.wait_idle("p1")
+    document = "卷一/第05章.md"
+    before = settled((root / document).read_text(encoding="utf-8")[:400])
+    dense = DenseQuery.before_cursor(before, "", document)
+    monkeypatch.setattr(retrieval_service, "THREADED_ROWS", 0)
+    monkeypatch.setattr(retrieval_service, "PRODUCT_HANDOFF_S", 60.0)  # the wait ends when it starts
+    events: list[str] = []
+    real_top, real_lexical = SentenceMatrix.top, retrieval._lexical
+
+    def top(matrix: SentenceMatrix, *args: Any) -> Any:
+        events.append("product")
+        return real_top(matrix, *args)
+
+    def lexical(*args: Any) -> Any:
+        events.append("bm25")
+        return real_lexical(*args)
+
+    # A worker of the default pool waits idle (a new one would be started by the call that hands it
+    # the product, and could run it before BM25 even without the wait).
+    await asyncio.get_running_loop().run_in_executor(None, time.sleep, 0)
+    await asyncio.sleep(0.1)
+    monkeypatch.setattr(SentenceMatrix, "top", top)
+    monkeypatch.setattr(retrieval, "_lexical", lexical)
+    await retrieval.search("p1", before, dense_query=dense, exclude=Exclusion(document, 400))
+    assert events == ["product", "bm25"]
+    assert retrieval._products == 0
+
+    events.clear()
+    retrieval._products = 1  # another search's product is running
+    waits: list[float | None] = []
+    real_wait = threading.Event.wait
+
+    def wait(event: threading.Event, timeout: float | None = None) -> bool:
+        waits.append(timeout)
+        return real_wait(event, timeout)
+
+    monkeypatch.setattr(threading.Event, "wait", wait)
+    await retrieval.search("p1", before + "。", dense_query=dense, exclude=Exclusion(document, 400))
+    assert 60.0 not in waits
+    assert retrieval._products == 1
+    retrieval._products = 0
+
+    def failing(*args: Any) -> Any:
+        raise RuntimeError("bm25 failed")
+
+    monkeypatch.setattr(retrieval, "_lexical", failing)
+    with pytest.raises(RuntimeError):
+        await retrieval.search("p1", before + "，", dense_query=dense, exclude=Exclusion(document, 400))
+    assert retrieval._products == 0
