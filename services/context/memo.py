@@ -3,8 +3,10 @@
 The same records come back at every assembly of a project, so their
 whitespace-free texts (for duplicate screening) and their ids' natural order
 are worth keeping, and so are the counts of sections that neighbouring
-assemblies render with the very same items; the composition root keeps one
-bounded memo per project, so nothing outlives a project or grows without bound.
+assemblies render with the very same items, and what screening and ordering
+make of those items (services/context/candidates.py); the composition root
+keeps one bounded memo per project, so nothing outlives a project or grows
+without bound.
 """
 
 from __future__ import annotations
