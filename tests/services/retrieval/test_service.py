@@ -25,6 +25,7 @@ from services.retrieval.chunking import content_hash
 from services.retrieval.provider import RetrievalProvider
 from services.retrieval.query import DenseQuery, combine, settled
 from services.retrieval.search import Exclusion, Mode
+from services.retrieval.service import Retrieval
 from services.retrieval.store import ChunkStore
 from services.sources.base import GatherContext
 from services.sources.window import cut_window
@@ -421,6 +422,17 @@ async def test_a_search_held_in_memory_runs_on_the_loop_and_one_that_embeds_runs
     assert await thread_of(before + "新句", unseen) == loop  # embedded once, then cached
 
 
+async def _held_query(retrieval: Retrieval, tmp_path: Path) -> tuple[str, str, DenseQuery]:
+    """A project indexed and settled as p1, and a query of one of its chapters that its sentence
+    matrix holds: (document, text before the cursor up to its last sentence, dense query)."""
+    root = write_project(tmp_path / "novel")
+    await retrieval.index_project("p1", root)
+    await retrieval.wait_idle("p1")
+    document = "卷一/第05章.md"
+    before = settled((root / document).read_text(encoding="utf-8")[:400])
+    return document, before, DenseQuery.before_cursor(before, "", document)
+
+
 async def test_a_held_search_over_many_rows_multiplies_on_a_thread_and_answers_as_on_the_loop(
         standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past THREADED_ROWS sentence rows, a search held in memory runs its matrix product on a worker
@@ -429,13 +441,8 @@ async def test_a_held_search_over_many_rows_multiplies_on_a_thread_and_answers_a
     from services.retrieval import service as retrieval_service
     from services.retrieval.dense import SentenceMatrix
 
-    root = write_project(tmp_path / "novel")
     retrieval = standalone.retrieval
-    await retrieval.index_project("p1", root)
-    await retrieval.wait_idle("p1")
-    document = "卷一/第05章.md"
-    before = settled((root / document).read_text(encoding="utf-8")[:400])
-    dense = DenseQuery.before_cursor(before, "", document)
+    document, before, dense = await _held_query(retrieval, tmp_path)
     threads: list[int] = []
     real_top = SentenceMatrix.top
 
@@ -467,13 +474,8 @@ async def test_a_lone_search_starts_its_product_before_bm25_holds_the_loop(
     from services.retrieval import service as retrieval_service
     from services.retrieval.dense import SentenceMatrix
 
-    root = write_project(tmp_path / "novel")
     retrieval = standalone.retrieval
-    await retrieval.index_project("p1", root)
-    await retrieval.wait_idle("p1")
-    document = "卷一/第05章.md"
-    before = settled((root / document).read_text(encoding="utf-8")[:400])
-    dense = DenseQuery.before_cursor(before, "", document)
+    document, before, dense = await _held_query(retrieval, tmp_path)
     monkeypatch.setattr(retrieval_service, "THREADED_ROWS", 0)
     monkeypatch.setattr(retrieval_service, "PRODUCT_HANDOFF_S", 60.0)  # the wait ends when it starts
     events: list[str] = []
@@ -488,7 +490,8 @@ async def test_a_lone_search_starts_its_product_before_bm25_holds_the_loop(
         return real_lexical(*args)
 
     # A worker of the default pool waits idle (a new one would be started by the call that hands it
-    # the product, and could run it before BM25 even without the wait).
+    # the product, and could run it before BM25 even without the wait). The pause only sharpens the
+    # test against a missing wait: with the wait, the order holds however long the worker takes.
     await asyncio.get_running_loop().run_in_executor(None, time.sleep, 0)
     await asyncio.sleep(0.1)
     monkeypatch.setattr(SentenceMatrix, "top", top)
