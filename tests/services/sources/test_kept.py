@@ -11,7 +11,7 @@ from services.caches import SourceCaches
 from services.context.counting import CountCache
 from services.context.models import Item
 from services.sources.base import GatherContext, Provider
-from services.sources.kept import keep_items, kept_items
+from services.sources.kept import gathered, keep_items, kept_items
 from services.sources.providers import (
     EpisodicMemoryProvider,
     KnowledgeGraphProvider,
@@ -44,6 +44,23 @@ def test_kept_items_need_the_very_same_records() -> None:
     assert kept_items(caches.gathered, "p2", "k", records) is None
     caches.drop("p1")
     assert kept_items(caches.gathered, "p1", "k", records) is None
+
+
+async def test_records_are_sized_only_when_items_are_made() -> None:
+    """What the items are made from is measured (to decide whether they are made off the event
+    loop) only when they are made: an assembly given kept items sizes nothing."""
+    caches = SourceCaches()
+    records = [Constraint(1, "严格第一人称叙述")]
+    sized: list[int] = []
+
+    def size() -> int:
+        sized.append(1)
+        return 8
+
+    made = await gathered(caches.gathered, "p1", "k", records, lambda: [ITEM], size=size)
+    again = await gathered(caches.gathered, "p1", "k", records, lambda: [], size=size)
+    assert made == again == [ITEM]
+    assert sized == [1]
 
 
 async def test_each_record_provider_gives_kept_items_to_the_same_assembly() -> None:
