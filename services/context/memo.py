@@ -63,6 +63,7 @@ SECTION_COUNT_CHARS = 8_000_000
 SCREENINGS = 32
 SCREENING_CHARS = 4_000_000
 
+
 def norm(text: str) -> str:
     return "".join(text.split())
 
