@@ -262,10 +262,10 @@ def retrieval_items_cache() -> RetrievalItems:
 
 
 # The items a record provider made for one assembly (services/sources/kept.py), kept by what they
-# depend on: the records (the very objects read), the placement, the tokenizer and the features of
-# the text around the cursor. Neighbouring requests of a document share them. Sized in items plus the
-# features in the key (a window of a long context may have tens of thousands).
-GATHERED = 256
+# depend on: the records (the very objects read), the placement, the tokenizer and, for records ranked
+# by relevance, each record's key. Neighbouring requests of a document share them; a burst's requests
+# to 125 documents come in any order, so it keeps a few hundred. Sized in items plus the keys in the key.
+GATHERED = 1024
 GATHERED_SIZE = 512_000
 
 Gathered = ProjectCache[Hashable, tuple[tuple[Any, ...], tuple[Any, ...], int]]

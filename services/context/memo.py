@@ -59,9 +59,11 @@ SECTION_COUNTS = 1024
 SECTION_COUNT_CHARS = 8_000_000
 # Screened candidates kept per project: an assembly's neighbours (the next keystrokes, the other
 # requests of a burst to the same document) gather the same items. Each entry names every candidate
-# of an assembly, and is sized by all their texts even though the providers' caches hold them too.
-SCREENINGS = 32
-SCREENING_CHARS = 4_000_000
+# of an assembly, and is sized by all their texts even though the providers' caches hold them too
+# (about 110,000 characters for the load benchmark's). A burst's requests to 125 documents come in
+# any order, a document's neighbours a hundred requests or more apart: it keeps a few hundred.
+SCREENINGS = 256
+SCREENING_CHARS = 32_000_000
 
 
 def norm(text: str) -> str:

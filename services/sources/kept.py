@@ -2,11 +2,13 @@
 what a provider derives from its records whatever the cursor (:func:`kept_value`), kept alike.
 
 A provider's items depend on its records, where they go, the tokenizer that counts them and, for
-the ones ranked by relevance, the features of the text around the cursor. Records are read from
-kept snapshots (:mod:`services.concurrency.snapshots`) that stay the same objects until the next
-write, so they are compared by identity: a write brings new record objects, and an entry holds its
-old ones, so their ids cannot be reused while it lives. Neighbouring requests of a document
-(cursors a few characters apart) mostly share the features as well, and then every item.
+the ones ranked by relevance, their keys: each record's similarity to the features of the text
+around the cursor (:mod:`services.sources.ranked`), so those are kept under the keys, not the
+features. Records are read from kept snapshots (:mod:`services.concurrency.snapshots`) that stay
+the same objects until the next write, so they are compared by identity: a write brings new record
+objects, and an entry holds its old ones, so their ids cannot be reused while it lives.
+Neighbouring requests of a document (cursors a few characters apart) mostly give every record the
+same key, and then share every item: the same objects, which the engine's memo knows again.
 """
 
 from __future__ import annotations
@@ -63,7 +65,20 @@ def kept_value(cache: Gathered, project_id: str, key: Hashable, records: Sequenc
     found = _kept(cache, project_id, key, records)
     if found is not None:
         return cast(W, found[0])
-    value = make()
+    return _keep_value(cache, project_id, key, records, make())
+
+
+async def kept_value_off_loop(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object],
+                              make: Callable[[], W], *, size: Callable[[], int]) -> W:
+    """:func:`kept_value`, made off the event loop when ``size()`` (the characters of text it reads,
+    asked only on a miss) is large."""
+    found = _kept(cache, project_id, key, records)
+    if found is not None:
+        return cast(W, found[0])
+    return _keep_value(cache, project_id, key, records, await off_loop(size(), make))
+
+
+def _keep_value(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object], value: W) -> W:
     cache.put(project_id, key, (tuple(records), (value,), len(records) + value.weight() + 1))
     return value
 

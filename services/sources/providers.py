@@ -16,8 +16,9 @@ composition root hands in, and the entity sheets' and past interactions' items
 are kept per records version with their keys still to come
 (:mod:`services.sources.ranked`), so an assembly recomputes only what depends on
 the cursor: each record's similarity to the text around it. The items themselves
-are kept too (:mod:`services.sources.kept`), and an assembly with the same
-records and cursor features (a neighbouring keystroke, mostly) makes none. A
+are kept too (:mod:`services.sources.kept`) under the records' keys, and an
+assembly with the same records and keys (a neighbouring keystroke, mostly)
+makes none and gets the same objects. A
 provider built without these caches gets private ones of its own.
 """
 
@@ -38,7 +39,7 @@ from services.caches import (
 )
 from services.context.models import Item
 from services.sources.base import GatherContext
-from services.sources.kept import gathered, kept_value
+from services.sources.kept import gathered, kept_value_off_loop
 from services.sources.ranked import Ranked
 from services.sources.records import ConstraintLike, EntityLike, EpisodeLike, Fetch, SemanticRuleLike
 from services.sources.relevance import features
@@ -55,8 +56,8 @@ def _chars(records: Sequence[ConstraintLike | SemanticRuleLike]) -> int:
     return sum(len(r.text) for r in records)
 
 
-def _kg_chars(constraints: Sequence[ConstraintLike], entities: Sequence[EntityLike]) -> int:
-    return _chars(constraints) + sum(len(e.description) + len(e.name) for e in entities)
+def _entity_chars(entities: Sequence[EntityLike]) -> int:
+    return sum(len(e.description) + len(e.name) for e in entities)
 
 
 def _episode_chars(records: Sequence[EpisodeLike]) -> int:
@@ -110,23 +111,26 @@ class KnowledgeGraphProvider:
         constraints = await self.fetch_constraints(ctx.project_id) if at_constraints else ()
         entities = await self.fetch_entities(ctx.project_id) if at_entities else ()
         records = (*constraints, *entities)
-        near = ctx.near_cursor if entities else frozenset()  # entities are ranked by it, constraints not
-        key = ("kg", ctx.language, at_constraints, at_entities, ctx.counter, near)
+        ranked: Ranked | None = None
+        keys: tuple[float, ...] = ()
+        if at_entities and entities:  # entities are ranked by the text around the cursor, constraints not
+            ranked = await kept_value_off_loop(
+                self.kept, ctx.project_id, ("kg.ranked", ctx.language, at_entities, ctx.counter), entities,
+                partial(self._ranked, entities, ctx, at_entities), size=partial(_entity_chars, entities))
+            keys = tuple(ranked.keys(ctx.near_cursor))
+        key = ("kg", ctx.language, at_constraints, at_entities, ctx.counter, keys)
         return await gathered(self.kept, ctx.project_id, key, records,
-                              partial(self._items, constraints, entities, ctx),
-                              size=partial(_kg_chars, constraints, entities), weight=len(near))
+                              partial(self._items, constraints, ranked, keys, ctx),
+                              size=partial(_chars, constraints), weight=len(keys))
 
-    def _items(self, constraints: Sequence[ConstraintLike], entities: Sequence[EntityLike],
+    @staticmethod
+    def _items(constraints: Sequence[ConstraintLike], ranked: Ranked | None, keys: Sequence[float],
                ctx: GatherContext) -> list[Item]:
         items = []
-        at_constraints, at_entities = ctx.place("constraints"), ctx.place("kg.entities")
+        at_constraints = ctx.place("constraints")
         if at_constraints:
             items = [_constraint_item(r, ctx, at_constraints) for r in constraints if r.source == "kg"]
-        if not at_entities or not entities:
-            return items
-        ranked = kept_value(self.kept, ctx.project_id, ("kg.ranked", ctx.language, at_entities, ctx.counter),
-                            entities, partial(self._ranked, entities, ctx, at_entities))
-        return items + ranked.items(ctx.near_cursor)
+        return items if ranked is None else items + ranked.keyed(keys)
 
     def _ranked(self, entities: Sequence[EntityLike], ctx: GatherContext, where: tuple[str, str]) -> Ranked:
         sheets = [self._sheet(e, ctx) for e in entities]
@@ -203,19 +207,15 @@ class EpisodicMemoryProvider:
         if where is None:
             return []
         records = await self.fetch(ctx.project_id)
-        near = ctx.near_cursor
-        key = ("episodic", ctx.language, where, ctx.counter, near, ctx.additional_input)
-        return await gathered(self.kept, ctx.project_id, key, records,
-                              partial(self._items, records, ctx, where),
-                              size=lambda: _episode_chars(records) + len(ctx.additional_input),
-                              weight=len(near) + len(ctx.additional_input))
-
-    def _items(self, records: Sequence[EpisodeLike], ctx: GatherContext,
-               where: tuple[str, str]) -> list[Item]:
-        ranked = kept_value(self.kept, ctx.project_id, ("episodic.ranked", ctx.language, where, ctx.counter),
-                            records, partial(self._ranked, records, ctx, where))
+        ranked = await kept_value_off_loop(
+            self.kept, ctx.project_id, ("episodic.ranked", ctx.language, where, ctx.counter), records,
+            partial(self._ranked, records, ctx, where), size=partial(_episode_chars, records))
         # A space never joins a bigram, so this is features() of the two texts joined.
-        return ranked.items(ctx.near_cursor | features(ctx.additional_input))
+        near = ctx.near_cursor | features(ctx.additional_input) if ctx.additional_input else ctx.near_cursor
+        keys = tuple(ranked.keys(near))
+        key = ("episodic", ctx.language, where, ctx.counter, keys)
+        return await gathered(self.kept, ctx.project_id, key, records, partial(ranked.keyed, keys),
+                              size=lambda: 0, weight=len(keys))
 
     def _ranked(self, records: Sequence[EpisodeLike], ctx: GatherContext, where: tuple[str, str]) -> Ranked:
         episodes = sorted(records, key=lambda e: e.created_at, reverse=True)

@@ -43,7 +43,11 @@ class Ranked:
 
     def items(self, near: AbstractSet[str]) -> list[Item]:
         """The records' items, keyed for the features ``near`` the cursor."""
+        return self.keyed(self.keys(near))
+
+    def keyed(self, keys: Sequence[float]) -> list[Item]:
+        """The records' items with these ``keys`` (one per record, in order)."""
         # Positional: a keyword call costs a quarter more, and there are dozens per assembly.
         return [Item(t.id, t.layer, t.section, t.source, t.text, t.tokens, key, t.key_name, t.project_id,
                      t.origin, t.span, t.names, t.group, t.tier)
-                for t, key in zip(self.templates, self.keys(near), strict=True)]
+                for t, key in zip(self.templates, keys, strict=True)]

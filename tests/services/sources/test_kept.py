@@ -1,5 +1,6 @@
 """Record providers keep the items they made and give them again to an assembly that would make the
-very same ones: same records (by identity), placement, tokenizer and cursor features."""
+very same ones: same records (by identity), placement, tokenizer and, for the records ranked by
+relevance, the same key for each."""
 
 from __future__ import annotations
 
@@ -103,6 +104,29 @@ async def test_relevance_ranked_items_follow_the_cursor_features() -> None:
     assert (await episodic.gather(near))[0].key > (await episodic.gather(elsewhere))[0].key
     instructed = await episodic.gather(replace(elsewhere, additional_input="写海风"))
     assert instructed[0].key > (await episodic.gather(elsewhere))[0].key
+
+
+async def test_cursor_features_that_give_the_same_keys_give_the_very_same_items() -> None:
+    """Neighbouring cursors whose features differ only in ones no record holds (the window's far
+    edges) rank every record alike: they get the very same item objects, which the engine's memo
+    knows again; a feature a record holds changes its key and gives new items."""
+    caches = SourceCaches()
+    entities = [Entity(7, "林远", "灯塔看守人。"), Entity(8, "北港", "海边的小镇。", kind="location")]
+    episodes = [Episode(1, "写海风", "海风灌进来。"), Episode(2, "写灯塔", "灯塔在雾里。")]
+    kg = KnowledgeGraphProvider(_fixed([Constraint(2, "林远不会游泳", source="kg")]), _fixed(entities),
+                                kept=caches.gathered)
+    episodic = EpisodicMemoryProvider(_fixed(episodes), kept=caches.gathered)
+    ctx = _ctx()
+    one, other = (replace(ctx, cursor_features=frozenset({"林远", "灯塔", edge}))
+                  for edge in ("天空", "石阶"))
+    closer = replace(ctx, cursor_features=frozenset({"林远", "灯塔", "看守", "海风"}))
+    for provider in (kg, episodic):
+        first, second, third = [await provider.gather(c) for c in (one, other, closer)]
+        assert [i.key for i in first] == [i.key for i in second]
+        assert all(a is b for a, b in zip(first, second, strict=True))
+        assert [i.id for i in third] == [i.id for i in first]
+        assert [i.key for i in third] != [i.key for i in first]
+        assert not any(a is b for a, b in zip(first, third, strict=True) if a.key != b.key)
 
 
 async def test_new_cursor_features_rescore_the_records_without_making_them_again() -> None:
