@@ -27,7 +27,7 @@ from ipc.server import TransportLimits, WebSocketServer
 from ipc.session import SessionLimits
 from main.config import Config
 from main.lifecycle import StopSignal
-from main.memory import fix_mmap_threshold, limit_arenas
+from main.memory import fix_mmap_threshold, limit_arenas, space_full_collections
 from main.startup import Startup, begin
 from main.version import NAME, VERSION
 from services.tokenizer import Tokenizer
@@ -138,6 +138,7 @@ async def serve(config: Config, announce: Announce) -> None:
     """Run until a stop signal; close everything in order on the way out."""
     limit_arenas()
     fix_mmap_threshold()
+    space_full_collections()
     stop = StopSignal()
     await stop.install(config.watch_stdin)
     startup = await asyncio.to_thread(begin, config)

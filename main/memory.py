@@ -1,4 +1,5 @@
-"""The process's heap: few allocator arenas, large blocks mapped apart, and freed memory given back.
+"""The process's heap: few allocator arenas, large blocks mapped apart, freed memory given back, and
+the collector's full passes spaced out.
 
 glibc gives each thread that allocates its own arena (up to eight per core), and memory freed in
 one arena cannot serve another; the server's worker threads left about 8 MiB of RSS in arenas of
@@ -17,6 +18,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+
+# The collector's thresholds: CPython's for the young generations, and a full pass only after a
+# hundred collections of the middle one (CPython: ten, once a quarter more objects have survived
+# into the oldest since the last full pass). The server's caches hold a few hundred thousand objects
+# there (search results, items, the engine's memo): a full pass over them stalls the request that
+# triggers it for 100 to 300 ms, about once per burst of 500 or every few hundred keystrokes. The
+# server's objects are rarely cyclic (refcounting frees them), so cycles that live long enough to
+# reach the oldest generation wait longer, and nothing else does.
+COLLECTOR_THRESHOLDS = (700, 10, 100)
 
 _M_ARENA_MAX = -8  # glibc's mallopt parameter numbers
 _M_MMAP_THRESHOLD = -3
@@ -43,6 +53,11 @@ def fix_mmap_threshold(size: int = MMAP_THRESHOLD) -> bool:
     it took."""
     libc = _glibc()
     return libc is not None and libc.mallopt(_M_MMAP_THRESHOLD, size) == 1
+
+
+def space_full_collections(thresholds: tuple[int, int, int] = COLLECTOR_THRESHOLDS) -> None:
+    """Set the collector's thresholds (:data:`COLLECTOR_THRESHOLDS`)."""
+    gc.set_threshold(*thresholds)
 
 
 def collect_and_trim() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 
 import pytest
 
@@ -37,3 +38,29 @@ def test_without_glibc_both_calls_do_nothing(monkeypatch: pytest.MonkeyPatch) ->
     assert memory.limit_arenas() is False
     assert memory.fix_mmap_threshold() is False
     memory.collect_and_trim()
+
+
+def test_full_collections_wait_for_a_hundred_collections_of_the_middle_generation() -> None:
+    """With the server's thresholds the collector's full pass (over every long-lived object: a
+    100-300 ms stall once the caches are full) runs only after a hundred collections of the middle
+    generation, however many objects survive into the oldest; CPython's own would run it after ten."""
+    started: list[int] = []
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    before = gc.get_threshold()
+    gc.callbacks.append(record)
+    try:
+        memory.space_full_collections()
+        gc.collect()
+        started.clear()
+        kept: list[list[list[int]]] = []
+        while 2 not in started and started.count(1) < 200:
+            kept.append([[] for _ in range(700)])  # all survive: the oldest generation grows
+        assert 2 in started, "no full pass after 200 collections of the middle generation"
+        assert started[:started.index(2)].count(1) >= 100
+    finally:
+        gc.callbacks.remove(record)
+        gc.set_threshold(*before)
