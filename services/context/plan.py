@@ -145,7 +145,22 @@ class Plan:
     output_reserve: int | str = 0
 
     def section(self, section_id: str) -> SectionPlan:
-        return next(s for s in self.sections if s.id == section_id)
+        return self._sections[section_id]
+
+    @cached_property
+    def _sections(self) -> dict[str, SectionPlan]:
+        # Looked up a few dozen times per assembly: a dict, not a scan.
+        return {s.id: s for s in self.sections}
+
+    @cached_property
+    def item_parts(self) -> dict[tuple[str, str], PartPlan]:
+        """(section id, part id) -> part, for the parts that hold items."""
+        return {(s.id, p.id): p for s in self.sections for p in s.parts if p.kind == "items"}
+
+    @cached_property
+    def window_deduped(self) -> frozenset[tuple[str, str]]:
+        """(section id, part id) of the parts whose items are deduplicated against the window."""
+        return frozenset(key for key, part in self.item_parts.items() if part.dedupe == "window")
 
     @cached_property
     def sources(self) -> frozenset[str]:

@@ -50,32 +50,28 @@ def check_scope(items: Sequence[Item], project_id: str) -> None:
 
 def item_parts(plan: Plan) -> dict[tuple[str, str], PartPlan]:
     """(section id, part id) -> part, for the parts that hold items."""
-    return {(s.id, p.id): p for s in plan.sections for p in s.parts if p.kind == "items"}
-
-
-def _overlaps(span: tuple[int, int] | None, window: Window | None) -> bool:
-    if span is None or window is None:
-        return False
-    end = window.cursor + len(window.after)
-    return span[0] < end and window.start < span[1]
+    return plan.item_parts
 
 
 def window_knocks(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo) -> frozenset[int]:
     """The positions in ``items`` of the candidates of parts deduplicated against the window that
     the window holds: a span that overlaps it, or a text (whitespace aside) that stands in it. All
     that screening reads of the window."""
-    if window is None:
+    deduped = plan.window_deduped
+    if window is None or not deduped:
         return frozenset()
-    parts = item_parts(plan)
     # The window is new at every assembly: its text would only push the records' out of the memo.
     window_text = norm(window.before + window.after)
+    start, end = window.start, window.cursor + len(window.after)
     text_of = memo.norm
     knocked = []
+    # Inline, in one loop: it runs over every candidate (some 370) at every assembly.
     for n, item in enumerate(items):
-        part = parts.get((item.layer, item.section))
-        if part is None or part.dedupe != "window" or not item.text:
+        if (item.layer, item.section) not in deduped or not item.text:
             continue
-        if _overlaps(item.span, window) or ((text := text_of(item.text)) and text in window_text):
+        span = item.span
+        if (span is not None and span[0] < end and start < span[1]) or (
+                (text := text_of(item.text)) and text in window_text):
             knocked.append(n)
     return frozenset(knocked)
 

@@ -144,7 +144,7 @@ def test_placement_of_a_hand_made_plan_and_its_lookups() -> None:
     assert body.window_part is body.parts[0]
     assert the_plan.section("head").window_part is None
     assert the_plan.window_section is body
-    with pytest.raises(StopIteration):
+    with pytest.raises(KeyError):
         the_plan.section("missing")
 
 
