@@ -117,7 +117,7 @@ class KnowledgeGraphProvider:
             ranked = await kept_value_off_loop(
                 self.kept, ctx.project_id, ("kg.ranked", ctx.language, at_entities, ctx.counter), entities,
                 partial(self._ranked, entities, ctx, at_entities), size=partial(_entity_chars, entities))
-            keys = tuple(ranked.keys(ctx.near_cursor))
+            keys = ranked.keys_for(ctx.near_cursor)
         key = ("kg", ctx.language, at_constraints, at_entities, ctx.counter, keys)
         return await gathered(self.kept, ctx.project_id, key, records,
                               partial(self._items, constraints, ranked, keys, ctx),
@@ -212,7 +212,7 @@ class EpisodicMemoryProvider:
             partial(self._ranked, records, ctx, where), size=partial(_episode_chars, records))
         # A space never joins a bigram, so this is features() of the two texts joined.
         near = ctx.near_cursor | features(ctx.additional_input) if ctx.additional_input else ctx.near_cursor
-        keys = tuple(ranked.keys(near))
+        keys = ranked.keys_for(near)
         key = ("episodic", ctx.language, where, ctx.counter, keys)
         return await gathered(self.kept, ctx.project_id, key, records, partial(ranked.keyed, keys),
                               size=lambda: 0, weight=len(keys))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.context.models import Item
 from services.sources.relevance import Overlaps
@@ -23,6 +23,10 @@ class Ranked:
     overlaps: Overlaps  # each record's features, in the same order
     scale: float | None = None  # key = round(scale x similarity + base, 6); None: round(similarity, 6)
     base: tuple[float, ...] = ()
+    # The last features scored and their keys: a writer's next keystroke mostly has the very same,
+    # and comparing them costs a fraction of scoring them again.
+    last: list[tuple[AbstractSet[str], tuple[float, ...]]] = field(default_factory=list, compare=False,
+                                                                   repr=False)
 
     @classmethod
     def of(cls, templates: Sequence[Item], owns: Sequence[AbstractSet[str]], *, scale: float | None = None,
@@ -40,6 +44,15 @@ class Ranked:
         if scale is None:
             return [round(share, 6) for share in shares]
         return [round(scale * share + base, 6) for share, base in zip(shares, self.base, strict=True)]
+
+    def keys_for(self, near: AbstractSet[str]) -> tuple[float, ...]:
+        """:meth:`keys` as a tuple, the last answer kept."""
+        last = self.last[0] if self.last else None
+        if last is not None and last[0] == near:
+            return last[1]
+        keys = tuple(self.keys(near))
+        self.last[:] = [(near, keys)]
+        return keys
 
     def items(self, near: AbstractSet[str]) -> list[Item]:
         """The records' items, keyed for the features ``near`` the cursor."""

@@ -4,10 +4,13 @@ are what scoring each record against the cursor's features gives."""
 from __future__ import annotations
 
 import math
+from collections.abc import Set as AbstractSet
+
+import pytest
 
 from services.context.models import Item
 from services.sources.ranked import Ranked
-from services.sources.relevance import features, similarity
+from services.sources.relevance import Overlaps, features, similarity
 
 OWNS = [features("林远 灯塔看守人"), features("苏晴 城里的医生"), frozenset()]
 TEMPLATES = [Item(id=f"entity:{n}", layer="rules", section="entities", source="kg:character", text=f"t{n}",
@@ -40,3 +43,22 @@ def test_no_features_near_the_cursor_scores_nothing() -> None:
     """An empty cursor text leaves every similarity at zero (only the base stays)."""
     assert Ranked.of(TEMPLATES, OWNS).keys(frozenset()) == [0.0, 0.0, 0.0]
     assert Ranked.of(TEMPLATES, OWNS, scale=0.7, base=[0.3, 0.2, 0.1]).keys(frozenset()) == [0.3, 0.2, 0.1]
+
+
+def test_keys_for_equal_features_are_scored_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """keys_for gives keys() as a tuple; features equal to the last ones scored (a writer's next
+    keystroke, mostly: a new set, the same features) get the last answer without scoring again,
+    and other features are scored."""
+    ranked = Ranked.of(TEMPLATES, OWNS, scale=0.7, base=[0.3, 0.2, 0.1])
+    scored: list[AbstractSet[str]] = []
+    shares = Overlaps.shares
+
+    def counted(self: Overlaps, near: AbstractSet[str]) -> list[float]:
+        scored.append(near)
+        return shares(self, near)
+
+    monkeypatch.setattr(Overlaps, "shares", counted)
+    other = features("苏晴在城里。")
+    answers = [ranked.keys_for(near) for near in (NEAR, frozenset(set(NEAR)), other, NEAR)]
+    assert len(scored) == 3  # NEAR, other, NEAR again
+    assert answers == [tuple(ranked.keys(near)) for near in (NEAR, NEAR, other, NEAR)]
