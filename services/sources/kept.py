@@ -58,27 +58,15 @@ def keep_items(cache: Gathered, project_id: str, key: Hashable, records: Sequenc
     return list(items)
 
 
-def kept_value(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object],
-               make: Callable[[], W]) -> W:
-    """The value kept under ``key`` for these very ``records``, else ``make()``, kept for next
+async def kept_value(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object],
+                     make: Callable[[], W], *, size: Callable[[], int]) -> W:
+    """The value kept under ``key`` for these very ``records``, else ``make()`` (off the event loop
+    when ``size()``, the characters of text it reads, asked only then, is large), kept for next
     time: what a provider derives from its records alone, whatever the cursor."""
     found = _kept(cache, project_id, key, records)
     if found is not None:
         return cast(W, found[0])
-    return _keep_value(cache, project_id, key, records, make())
-
-
-async def kept_value_off_loop(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object],
-                              make: Callable[[], W], *, size: Callable[[], int]) -> W:
-    """:func:`kept_value`, made off the event loop when ``size()`` (the characters of text it reads,
-    asked only on a miss) is large."""
-    found = _kept(cache, project_id, key, records)
-    if found is not None:
-        return cast(W, found[0])
-    return _keep_value(cache, project_id, key, records, await off_loop(size(), make))
-
-
-def _keep_value(cache: Gathered, project_id: str, key: Hashable, records: Sequence[object], value: W) -> W:
+    value = await off_loop(size(), make)
     cache.put(project_id, key, (tuple(records), (value,), len(records) + value.weight() + 1))
     return value
 

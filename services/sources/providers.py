@@ -39,7 +39,7 @@ from services.caches import (
 )
 from services.context.models import Item
 from services.sources.base import GatherContext
-from services.sources.kept import gathered, kept_value_off_loop
+from services.sources.kept import gathered, kept_value
 from services.sources.ranked import Ranked
 from services.sources.records import ConstraintLike, EntityLike, EpisodeLike, Fetch, SemanticRuleLike
 from services.sources.relevance import features
@@ -114,7 +114,7 @@ class KnowledgeGraphProvider:
         ranked: Ranked | None = None
         keys: tuple[float, ...] = ()
         if at_entities and entities:  # entities are ranked by the text around the cursor, constraints not
-            ranked = await kept_value_off_loop(
+            ranked = await kept_value(
                 self.kept, ctx.project_id, ("kg.ranked", ctx.language, at_entities, ctx.counter), entities,
                 partial(self._ranked, entities, ctx, at_entities), size=partial(_entity_chars, entities))
             keys = ranked.keys_for(ctx.near_cursor)
@@ -207,7 +207,7 @@ class EpisodicMemoryProvider:
         if where is None:
             return []
         records = await self.fetch(ctx.project_id)
-        ranked = await kept_value_off_loop(
+        ranked = await kept_value(
             self.kept, ctx.project_id, ("episodic.ranked", ctx.language, where, ctx.counter), records,
             partial(self._ranked, records, ctx, where), size=partial(_episode_chars, records))
         # A space never joins a bigram, so this is features() of the two texts joined.
