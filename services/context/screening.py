@@ -14,7 +14,7 @@ import structlog
 
 from services.context.memo import Memo, norm
 from services.context.models import Item, ItemReport, Window
-from services.context.plan import PartPlan, Plan
+from services.context.plan import Plan
 from services.errors import ScopeViolation
 
 # The spec's cap on retrieved candidates (the novel profile's ``candidates``).
@@ -46,11 +46,6 @@ def check_scope(items: Sequence[Item], project_id: str) -> None:
             _log.warning("security.scope_violation", project_id=project_id, item_id=item.id,
                          item_project_id=item.project_id, layer=item.layer, source=item.source)
             raise ScopeViolation(layer=item.layer, itemId=item.id)
-
-
-def item_parts(plan: Plan) -> dict[tuple[str, str], PartPlan]:
-    """(section id, part id) -> part, for the parts that hold items."""
-    return plan.item_parts
 
 
 def window_knocks(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo) -> frozenset[int]:
@@ -88,7 +83,7 @@ def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo,
     assembly)."""
     if knocks is None:
         knocks = window_knocks(plan, items, window, memo)
-    parts = item_parts(plan)
+    parts = plan.item_parts
     result = Screened(items=[])
     keep, reports = result.items.append, result.reports
     # The ids and whitespace-free texts kept so far; a kept text is the memo's own string, whose
