@@ -36,6 +36,15 @@ class Terms:
         self._jieba: Any = None
         self._lock = threading.Lock()
 
+    @property
+    def ready(self) -> bool:
+        """Whether Chinese text splits without loading the dictionary first (about 3 s of CPU)."""
+        return self._jieba is not None
+
+    def load(self) -> None:
+        """Load the dictionary now, if not yet (for a worker thread: it holds the GIL throughout)."""
+        self._segmenter()
+
     def _segmenter(self) -> Any:
         with self._lock:
             if self._jieba is None:
@@ -68,6 +77,11 @@ class Terms:
             elif part not in _STOP_EN:
                 out.append(_stem(part))
         return tuple(out)
+
+
+def needs_segmenter(text: str) -> bool:
+    """Whether splitting ``text`` into terms uses jieba's dictionary (it holds Chinese)."""
+    return _CJK.search(text) is not None
 
 
 def _stem(word: str) -> str:

@@ -27,7 +27,7 @@ from services.retrieval.chunking import content_hash
 from services.retrieval.dense import SentenceMatrix
 from services.retrieval.embeddings import Embedder, embed_queries
 from services.retrieval.indexer import Indexer, IndexStopped, SyncReport
-from services.retrieval.lexical import LexicalRanking, Terms
+from services.retrieval.lexical import LexicalRanking, Terms, needs_segmenter
 from services.retrieval.query import DenseQuery, combine
 from services.retrieval.search import (
     Exclusion,
@@ -58,6 +58,7 @@ DENSE_SENTENCES = 400
 LABELLED_SENTENCES = 100
 # Sentence rows from which a held search's matrix product goes to a worker thread: the hop and the
 # GIL handoffs cost about 0.1 ms, the product about 0.1 ms per 1,000 rows of 384 dimensions here.
+SAMPLED_CHUNKS = 32  # chunks looked at for Chinese when a project opens
 THREADED_ROWS = 2048
 # How long a lone search waits for its product's worker thread to take the GIL and start: an idle
 # worker wakes in a tenth of a millisecond or so; past this the search goes on without it.
@@ -232,6 +233,9 @@ class Retrieval:
         root = root or await self._roots(project_id)
         snapshot = await asyncio.to_thread(self._load_snapshot, project_id)
         project = _Project(project_id, root, snapshot)
+        if not self._terms.ready and any(needs_segmenter(c.text) for c in snapshot.chunks[:SAMPLED_CHUNKS]):
+            # A Chinese project's first search would otherwise load jieba's dictionary (seconds).
+            self._spawn(asyncio.to_thread(self._terms.load))
         project.tasks.append(asyncio.ensure_future(self._work(project)))
         if self._watch:
             project.tasks.append(asyncio.ensure_future(
@@ -438,8 +442,9 @@ class Retrieval:
             # run it beside other work, only contend with the loop for the GIL (a fifth more CPU per
             # assembly at 500 at once, docs/performance.md). Its matrix product releases the GIL and
             # goes to a thread (:meth:`_search_held`). One that reads the vector store or runs the
-            # encoder goes to a thread whole.
-            if self._in_memory(project.project_id, snapshot, dense, mode):
+            # encoder, or splits Chinese before jieba's dictionary has loaded, goes to a thread whole.
+            if self._in_memory(project.project_id, snapshot, dense, mode) and (
+                    self._terms.ready or mode == "dense" or not needs_segmenter(query)):
                 await asyncio.sleep(0)  # frames that came meanwhile are read before the loop is held
                 hits = tuple(await self._search_held(project.project_id, snapshot, query, dense, limit,
                                                      mode, exclude))

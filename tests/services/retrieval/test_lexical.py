@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.retrieval.lexical import Bm25, Terms, best
+from services.retrieval.lexical import Bm25, Terms, best, needs_segmenter
 
 TERMS = Terms()
 
@@ -146,3 +146,16 @@ def test_best_is_the_head_of_a_stable_sort(scores: list[float], limit: int) -> N
     ties at the cut go to the earlier positions."""
     array = np.asarray(scores, np.float32)
     assert best(array, limit).tolist() == np.argsort(-array, kind="stable")[:limit].tolist()
+
+
+def test_the_dictionary_is_ready_once_loaded_and_only_chinese_needs_it() -> None:
+    """A new Terms has no dictionary until ``load`` (or a first Chinese split); English and digits
+    never need it, any CJK character does."""
+    terms = Terms()
+    assert not terms.ready
+    assert terms("keys and locks") == ["key", "lock"]
+    assert not terms.ready
+    terms.load()
+    assert terms.ready
+    assert needs_segmenter("他把钥匙 hid")
+    assert not needs_segmenter("the key, 2024")

@@ -522,3 +522,58 @@ async def test_a_lone_search_starts_its_product_before_bm25_holds_the_loop(
     with pytest.raises(RuntimeError):
         await retrieval.search("p1", before + "，", dense_query=dense, exclude=Exclusion(document, 400))
     assert retrieval._products == 0
+
+
+async def test_chinese_is_never_split_on_the_loop_before_the_dictionary_loads(
+        standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """jieba's dictionary takes seconds to load. A project with Chinese chunks starts loading it in
+    the background when it opens, off the event loop; until it is ready, a search that splits
+    Chinese runs whole on a worker thread (and waits for it there), with the hits it has once
+    loaded; the next one, the dictionary ready, runs on the loop."""
+    from services.retrieval.lexical import Terms
+
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    await retrieval.index_project("p1", root)
+    await retrieval.wait_idle("p1")
+    query = "钥匙藏在哪里"
+    expected = await retrieval.search("p1", query, mode="lexical")
+    assert expected
+
+    loads: list[int] = []
+
+    class Watched(Terms):
+        def _segmenter(self) -> Any:
+            if not self.ready:
+                loads.append(threading.get_ident())
+            return super()._segmenter()
+
+    threads: list[int] = []
+    real_search = retrieval._search
+
+    def search(*args: Any) -> Any:
+        threads.append(threading.get_ident())
+        return real_search(*args)
+
+    monkeypatch.setattr(retrieval, "_search", search)
+    loop = threading.get_ident()
+    retrieval._terms = Watched()
+    retrieval._results.drop("p1")
+    retrieval._query_terms.drop("p1")
+    assert await retrieval.search("p1", query, mode="lexical") == expected
+    assert threads
+    assert threads[-1] != loop
+    assert loop not in loads
+
+    assert await retrieval.release("p1")
+    retrieval._terms = Watched()
+    await retrieval.open_project("p1", root)
+    deadline = time.monotonic() + 60
+    while not retrieval._terms.ready:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    assert loads
+    assert loop not in loads
+    threads.clear()
+    assert await retrieval.search("p1", query + "？", mode="lexical") == expected
+    assert threads == [loop]
