@@ -179,6 +179,7 @@ class ContextService:
         system_prompt = ""
         if skill is not None:
             system_prompt = settings.skill_prompts.get(skill.id) or skill.prompt_for(language)
+        await self._load_tokenizer(settings)
         counter, fallback, warnings = self._counter(request.project_id, settings, system_prompt, language)
         profile = override or await self._c.profiles(request.project_id)
         if fallback:
@@ -223,7 +224,14 @@ class ContextService:
         that size what they pass in (a character conversation's memory block)."""
         settings = await self._c.settings(project_id)
         language = settings.language if settings.language in UNAVAILABLE else "en"
+        await self._load_tokenizer(settings)
         return self._counter(project_id, settings, "", language)[0]
+
+    async def _load_tokenizer(self, settings: SettingsLike) -> None:
+        """Load the project's tokenizer on a worker thread if it is not ready (an encoding takes a
+        fraction of a second, a tokenizer file up to seconds): the loop answers others meanwhile."""
+        if not self._c.tokenizers.ready(settings.model, settings.tokenizer_path):
+            await asyncio.to_thread(self._c.tokenizers.for_model, settings.model, settings.tokenizer_path)
 
     def _counter(self, project_id: str, settings: SettingsLike, system_prompt: str,
                  language: str) -> tuple[CountCache, bool, tuple[str, ...]]:

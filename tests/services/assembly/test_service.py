@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -291,3 +292,26 @@ async def test_settings_items_are_kept_until_the_settings_record_changes() -> No
     updated = await service.assemble(_request())
     assert "叙述人称：第三人称" in updated.assembly.layers[Layer.RULES].text
     assert "华丽。" in updated.assembly.layers[Layer.SETTINGS].text
+
+
+async def test_a_tokenizer_not_loaded_yet_loads_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building an encoding takes a fraction of a second and reading a tokenizer file up to
+    seconds: the first assembly that needs one loads it on a worker thread, so the loop answers
+    other requests meanwhile; once it is ready, nothing is loaded again."""
+    from services.tokenizer.registry import TokenizerRegistry
+
+    loads: list[int] = []
+    real = TokenizerRegistry._encoding
+
+    def watched(self: TokenizerRegistry, key: str) -> object:
+        if key not in self._loaded:
+            loads.append(threading.get_ident())
+        return real(self, key)
+
+    monkeypatch.setattr(TokenizerRegistry, "_encoding", watched)
+    service = _world().service()
+    first = await service.assemble(_request())
+    again = await service.assemble(_request())
+    assert len(loads) == 1
+    assert loads[0] != threading.get_ident()
+    assert first.assembly.prompt == again.assembly.prompt

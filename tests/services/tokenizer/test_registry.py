@@ -126,3 +126,19 @@ def test_registry_loads_each_encoding_once(monkeypatch: pytest.MonkeyPatch) -> N
     assert loaded[2] is loaded[3] is loaded[4]
     assert loaded[0].info.encoding == "cl100k_base"
     assert loaded[2].info.encoding == "o200k_base"
+
+
+def test_ready_says_whether_a_tokenizer_is_loaded_and_its_file_unchanged(tokenizer_json: Path) -> None:
+    """``ready`` is false until the model's encoding or the tokenizer file is loaded, then true for
+    every model sharing it, and false again once the file changes on disk (it will load again)."""
+    tokens = TokenizerRegistry()
+    assert not tokens.ready("gpt-4")
+    tokens.for_model("gpt-4")
+    assert tokens.ready("gpt-4")
+    assert tokens.ready("gpt-3.5-turbo")
+    assert not tokens.ready("gpt-4o")
+    assert not tokens.ready("qwen", str(tokenizer_json))
+    tokens.for_model("qwen", str(tokenizer_json))
+    assert tokens.ready("llama-3", str(tokenizer_json))
+    tokenizer_json.write_text(tokenizer_json.read_text() + " ")
+    assert not tokens.ready("qwen", str(tokenizer_json))
