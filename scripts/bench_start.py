@@ -18,6 +18,11 @@ What it measures (docs/performance.md, "Start and footprint"):
   (``N projects``, and the growth per further project); then nothing for longer than the idle time,
   and the RSS once the idle projects' indexes have been released (``released``); and a last assembly
   of the first project, which comes back from the store with the same prompt bytes (checked).
+* **Restart**: the five-chapter project indexed and assembled once by one server, then ``--runs``
+  times a new server on the same data dir, as after a restart of the app: from ``project:open``
+  answered, the first assembly at once (``first_assembly_ms``) while a second connection asks
+  ``system:info`` every 5 ms (``longest_ping_ms``: how long the app's other calls waited meanwhile),
+  and the chunks its Retrieved layer holds (0: retrieval was not ready in time).
 
 RSS is ``VmRSS`` of the server process from ``/proc``: resident memory, shared pages included.
 """
@@ -165,6 +170,57 @@ async def footprint(repo: Path, projects: int, idle_seconds: float, release: boo
     return report
 
 
+async def _first_assembly(server: process.ServerProcess, folder: Path) -> tuple[float, float, int]:
+    """(ms from project:open answered to the first assembly's answer, the longest system:info
+    round trip on another connection meanwhile, the chunks in its Retrieved layer)."""
+    texts = chapters(1)
+    last = f"第{CHAPTERS:02d}章.md"
+    async with connected(server.url, server.token) as rpc, connected(server.url, server.token) as ping:
+        await ping.call("system:info", {})
+        await rpc.call("project:list", {})  # every channel loaded: what is measured is the project's
+        project = await Project.open(rpc, folder)
+        started = time.perf_counter()
+        assembly = asyncio.ensure_future(project.assemble(last, len(texts[last]), "continue", INSTRUCTION))
+        longest = 0.0
+        while not assembly.done():
+            sent = time.perf_counter()
+            await ping.call("system:info", {})
+            longest = max(longest, time.perf_counter() - sent)
+            await asyncio.sleep(0.005)
+        result = await assembly
+        chunks = int(result["layers"]["retrieved"]["chunks"])
+        return (time.perf_counter() - started) * 1e3, longest * 1e3, chunks
+
+
+def restart_runs(runs: int, repo: Path) -> dict[str, Any]:
+    firsts, pings, retrieved = [], [], []
+    with tempfile.TemporaryDirectory(prefix="strata-restart-") as tmp:
+        root = Path(tmp)
+        server, _ = spawn(root / "data", repo, "--index-debounce", "0.1")
+        try:
+            async def seed() -> None:
+                async with connected(server.url, server.token) as rpc:
+                    await _open_index_assemble(rpc, root / "novel", 1)
+            asyncio.run(seed())
+        finally:
+            server.terminate()
+            server.kill()
+        for _ in range(runs):
+            server, _ = spawn(root / "data", repo)
+            try:
+                first, ping, chunks = asyncio.run(_first_assembly(server, root / "novel"))
+            finally:
+                server.terminate()
+                server.kill()
+            firsts.append(first)
+            pings.append(ping)
+            retrieved.append(chunks)
+    return {"runs": runs, "first_assembly_ms": [round(t) for t in firsts],
+            "first_assembly_median_ms": round(statistics.median(firsts)),
+            "longest_ping_ms": [round(t) for t in pings],
+            "longest_ping_median_ms": round(statistics.median(pings)), "retrieved_chunks": retrieved}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -176,6 +232,8 @@ def main() -> None:
     parser.add_argument("--no-release", action="store_true",
                         help="skip the idle phase (a server without --index-idle-minutes)")
     parser.add_argument("--no-footprint", action="store_true", help="measure the start only")
+    parser.add_argument("--restarts", type=int, default=3,
+                        help="restarts into an indexed project measured (0: none)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     repo = args.repo.resolve()
@@ -186,6 +244,8 @@ def main() -> None:
     if not args.no_footprint:
         report["footprint"] = asyncio.run(footprint(repo, args.projects, args.idle_seconds,
                                                     not args.no_release))
+    if args.restarts:
+        report["restart"] = restart_runs(args.restarts, repo)
     report["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
@@ -201,6 +261,12 @@ def main() -> None:
           f"{start['rss_idle_mib']:.0f} MiB")
     for key, value in report.get("footprint", {}).items():
         print(f"{key:32s} {value}")
+    if "restart" in report:
+        restart = report["restart"]
+        print(f"restart into an indexed project, {restart['runs']} runs: first assembly "
+              f"{restart['first_assembly_median_ms']} ms median ({restart['first_assembly_ms']}), "
+              f"longest system:info meanwhile {restart['longest_ping_median_ms']} ms "
+              f"({restart['longest_ping_ms']}), Retrieved chunks {restart['retrieved_chunks']}")
 
 
 if __name__ == "__main__":

@@ -317,7 +317,7 @@ class ContextService:
             ready = getattr(provider, "ready", None)
             if ready is not None:  # parts still loading (retrieval just after a start): waited for apart
                 async with asyncio.timeout(LOAD_DEADLINE):
-                    await ready()
+                    await ready(ctx.project_id)
             async with asyncio.timeout(self._deadline):
                 return await provider.gather(ctx)
         except Exception as exc:  # a failing source degrades the prompt, never the request

@@ -99,6 +99,9 @@ class DeferredRetrieval:
     async def open_project(self, project_id: str, root: Path | None = None) -> None:
         await (await self.ready()).open_project(project_id, root)
 
+    async def prepared(self, project_id: str) -> None:
+        await (await self.ready()).prepared(project_id)
+
     async def index_project(self, project_id: str, root: Path | None = None) -> SyncReport:
         return await (await self.ready()).index_project(project_id, root)
 

@@ -40,13 +40,17 @@ class RetrievalProvider:
     sources: tuple[str, ...] = ("retrieval.passages",)
     items: RetrievalItems = field(default_factory=retrieval_items_cache, repr=False)
 
-    async def ready(self) -> None:
-        """Wait until the searcher can search: the server's retrieval loads Chroma and the encoder when
-        first needed (services/retrieval/deferred.py); the assembly waits for that outside the
+    async def ready(self, project_id: str) -> None:
+        """Wait until the searcher can search the project: the server's retrieval loads Chroma and
+        the encoder when first needed (services/retrieval/deferred.py), a project's index when it
+        opens and jieba's dictionary for a Chinese one; the assembly waits for these outside the
         provider's deadline, so the first assemblies after a start keep their Retrieved layer."""
         ready = getattr(self.searcher, "ready", None)
         if ready is not None:
             await ready()
+        prepared = getattr(self.searcher, "prepared", None)
+        if prepared is not None:
+            await prepared(project_id)
 
     async def gather(self, ctx: GatherContext) -> Sequence[Item]:
         where = ctx.place("retrieval.passages")

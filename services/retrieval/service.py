@@ -134,6 +134,7 @@ class Retrieval:
         self._queries: OrderedDict[str, Any] = OrderedDict()
         self._queries_lock = threading.Lock()
         self._background: set[asyncio.Future[Any]] = set()
+        self._terms_loading: asyncio.Future[Any] | None = None  # jieba's dictionary, loading on a thread
         # Results by (snapshot version, query, exclusion, ...), per project and bounded (made by the
         # composition root); searches running now by the same key, so identical ones run once.
         self._results = results if results is not None else search_result_cache()
@@ -189,13 +190,21 @@ class Retrieval:
         """Re-index a written document in the background (for ``document:write``)."""
         self._spawn(self.touch(project_id, document_id))
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Future[None] | None:
         if self._closing.is_set():
             work.close()  # never started: closed, not left for the collector to warn about
-            return
+            return None
         task = asyncio.ensure_future(work)
         self._background.add(task)
         task.add_done_callback(self._finished)
+        return task
+
+    async def prepared(self, project_id: str) -> None:
+        """Wait until a search of the project has nothing left to load: its index open, and jieba's
+        dictionary if it holds Chinese (the assembly waits for this apart from its search deadline)."""
+        await self._project(project_id)
+        if self._terms_loading is not None and not self._terms_loading.done():
+            await asyncio.wait([self._terms_loading])  # a failed load: the search tries again itself
 
     def _finished(self, task: asyncio.Future[Any]) -> None:
         self._background.discard(task)
@@ -233,9 +242,10 @@ class Retrieval:
         root = root or await self._roots(project_id)
         snapshot = await asyncio.to_thread(self._load_snapshot, project_id)
         project = _Project(project_id, root, snapshot)
-        if not self._terms.ready and any(needs_segmenter(c.text) for c in snapshot.chunks[:SAMPLED_CHUNKS]):
+        if (self._terms_loading is None and not self._terms.ready
+                and any(needs_segmenter(c.text) for c in snapshot.chunks[:SAMPLED_CHUNKS])):
             # A Chinese project's first search would otherwise load jieba's dictionary (seconds).
-            self._spawn(asyncio.to_thread(self._terms.load))
+            self._terms_loading = self._spawn(asyncio.to_thread(self._terms.load))
         project.tasks.append(asyncio.ensure_future(self._work(project)))
         if self._watch:
             project.tasks.append(asyncio.ensure_future(

@@ -13,10 +13,13 @@ from tokenizers import Tokenizer as HfTokenizer
 from tokenizers import models, pre_tokenizers, trainers
 
 from services.assembly.faults import Fault
-from services.assembly.service import AssembleRequest
+from services.assembly.service import AssembleRequest, Collaborators, ContextService
 from services.concurrency.limiter import KeyedLimiter
 from services.context.models import Layer
 from services.errors import Backpressure, InvalidInput, ScopeViolation, SkillNotFound
+from services.retrieval.provider import RetrievalProvider
+from services.retrieval.search import Hit
+from services.tokenizer.registry import TokenizerRegistry
 from tests.services.assembly.fakes import Constraint, Entity, Rule, World
 
 CHAPTER = "我推开灯塔的门，海风灌进来。林远站在台阶上，没有说话。" * 30
@@ -298,8 +301,6 @@ async def test_a_tokenizer_not_loaded_yet_loads_off_the_event_loop(monkeypatch: 
     """Building an encoding takes a fraction of a second and reading a tokenizer file up to
     seconds: the first assembly that needs one loads it on a worker thread, so the loop answers
     other requests meanwhile; once it is ready, nothing is loaded again."""
-    from services.tokenizer.registry import TokenizerRegistry
-
     loads: list[int] = []
     real = TokenizerRegistry._encoding
 
@@ -315,3 +316,30 @@ async def test_a_tokenizer_not_loaded_yet_loads_off_the_event_loop(monkeypatch: 
     assert len(loads) == 1
     assert loads[0] != threading.get_ident()
     assert first.assembly.prompt == again.assembly.prompt
+
+
+async def test_retrieval_waits_for_its_project_to_be_prepared_apart_from_the_search_deadline() -> None:
+    """A project's index and jieba's dictionary load when it first opens (seconds): the assembly
+    waits for the searcher's ``prepared`` before the provider's deadline starts, so the first
+    assembly after a restart keeps its Retrieved layer however slow the loading is."""
+    passage = "林远把铜钥匙藏在灯塔第三级台阶下。"
+    prepared: list[str] = []
+
+    class Slow:
+        async def prepared(self, project_id: str) -> None:
+            await asyncio.sleep(0.3)  # past the 0.05 s deadline below
+            prepared.append(project_id)
+
+        async def search(self, project_id: str, query: str, **_: object) -> list[Hit]:
+            assert prepared == [project_id]
+            return [Hit(project_id, "ch02.md", 0, 0, len(passage), passage, 20, 0.8, 0, None)]
+
+    world = _world()
+    service = ContextService(Collaborators(
+        settings=world.get_settings, read_document=world.read, profiles=world.get_profile,
+        providers=(RetrievalProvider(Slow(), "cl100k_base"),), tokenizers=TokenizerRegistry()),
+        deadline=0.05)
+    outcome = await service.assemble(_request())
+    assert prepared == ["p1"]
+    assert passage in outcome.assembly.prompt
+    assert not [w for w in outcome.assembly.warnings if w.startswith("RETRIEVAL_UNAVAILABLE")]

@@ -527,9 +527,9 @@ async def test_a_lone_search_starts_its_product_before_bm25_holds_the_loop(
 async def test_chinese_is_never_split_on_the_loop_before_the_dictionary_loads(
         standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """jieba's dictionary takes seconds to load. A project with Chinese chunks starts loading it in
-    the background when it opens, off the event loop; until it is ready, a search that splits
-    Chinese runs whole on a worker thread (and waits for it there), with the hits it has once
-    loaded; the next one, the dictionary ready, runs on the loop."""
+    the background when it opens, off the event loop, and ``prepared`` waits for it; until it is
+    ready, a search that splits Chinese runs whole on a worker thread (and waits for it there),
+    with the hits it has once loaded; the next one, the dictionary ready, runs on the loop."""
     from services.retrieval.lexical import Terms
 
     root = write_project(tmp_path / "novel")
@@ -568,10 +568,8 @@ async def test_chinese_is_never_split_on_the_loop_before_the_dictionary_loads(
     assert await retrieval.release("p1")
     retrieval._terms = Watched()
     await retrieval.open_project("p1", root)
-    deadline = time.monotonic() + 60
-    while not retrieval._terms.ready:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.05)
+    await retrieval.prepared("p1")  # what an assembly waits for apart from its search deadline
+    assert retrieval._terms.ready
     assert loads
     assert loop not in loads
     threads.clear()
