@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import logging
 import os
 import threading
@@ -29,6 +31,11 @@ def document_ids(root: Path, paths: Iterable[str]) -> set[str]:
     return found
 
 
+def _import_watcher() -> None:
+    importlib.import_module("watchfiles")
+    importlib.import_module("anyio._backends._asyncio")
+
+
 def _wanted(_change: object, path: str) -> bool:
     name = os.path.basename(path)
     return is_document_name(name) or "." not in name  # documents, and folders (a moved folder)
@@ -38,6 +45,9 @@ async def watch_documents(root: Path, changed: Callable[[Iterable[str] | None], 
                           stop: threading.Event) -> None:
     """Call ``changed`` with the ids of documents that changed under ``root`` until ``stop``;
     a changed folder means "look at everything" (None)."""
+    # Imported on a worker thread: watchfiles, and the anyio backend it loads on first use, take tens
+    # of ms to import (more while other threads import), which on the loop would hold up every call.
+    await asyncio.to_thread(_import_watcher)
     from watchfiles import awatch
 
     try:
