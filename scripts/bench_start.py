@@ -18,11 +18,13 @@ What it measures (docs/performance.md, "Start and footprint"):
   (``N projects``, and the growth per further project); then nothing for longer than the idle time,
   and the RSS once the idle projects' indexes have been released (``released``); and a last assembly
   of the first project, which comes back from the store with the same prompt bytes (checked).
-* **Restart**: the five-chapter project indexed and assembled once by one server, then ``--runs``
-  times a new server on the same data dir, as after a restart of the app: from ``project:open``
-  answered, the first assembly at once (``first_assembly_ms``) while a second connection asks
-  ``system:info`` every 5 ms (``longest_ping_ms``: how long the app's other calls waited meanwhile),
-  and the chunks its Retrieved layer holds (0: retrieval was not ready in time).
+* **Restart**: the five-chapter project indexed and assembled once by one server, then
+  ``--restarts`` times two new servers on the same data dir, as after a restart of the app; each
+  opens the project and sends its first assembly, one at once (``at_once``), the other once the
+  index has settled and a second passed (``settled``). Each reports the first assembly's time
+  (``first_assembly_ms``), the longest ``system:info`` round trip of a second connection asking
+  every 5 ms meanwhile (``longest_ping_ms``: how long the app's other calls waited), and the chunks
+  its Retrieved layer holds (0: retrieval was not ready in time).
 
 RSS is ``VmRSS`` of the server process from ``/proc``: resident memory, shared pages included.
 """
@@ -170,15 +172,19 @@ async def footprint(repo: Path, projects: int, idle_seconds: float, release: boo
     return report
 
 
-async def _first_assembly(server: process.ServerProcess, folder: Path) -> tuple[float, float, int]:
-    """(ms from project:open answered to the first assembly's answer, the longest system:info
-    round trip on another connection meanwhile, the chunks in its Retrieved layer)."""
+async def _first_assembly(server: process.ServerProcess, folder: Path, settle: bool) -> dict[str, float]:
+    """The first assembly after ``project:open`` (at once, or once the index has settled and a
+    second passed): ms from its sending to its answer, the longest system:info round trip on
+    another connection meanwhile, and the chunks in its Retrieved layer."""
     texts = chapters(1)
     last = f"第{CHAPTERS:02d}章.md"
     async with connected(server.url, server.token) as rpc, connected(server.url, server.token) as ping:
         await ping.call("system:info", {})
         await rpc.call("project:list", {})  # every channel loaded: what is measured is the project's
         project = await Project.open(rpc, folder)
+        if settle:
+            await _settled(rpc, project.project_id)
+            await asyncio.sleep(1.0)
         started = time.perf_counter()
         assembly = asyncio.ensure_future(project.assemble(last, len(texts[last]), "continue", INSTRUCTION))
         longest = 0.0
@@ -188,12 +194,21 @@ async def _first_assembly(server: process.ServerProcess, folder: Path) -> tuple[
             longest = max(longest, time.perf_counter() - sent)
             await asyncio.sleep(0.005)
         result = await assembly
-        chunks = int(result["layers"]["retrieved"]["chunks"])
-        return (time.perf_counter() - started) * 1e3, longest * 1e3, chunks
+        return {"first_ms": (time.perf_counter() - started) * 1e3, "ping_ms": longest * 1e3,
+                "chunks": int(result["layers"]["retrieved"]["chunks"])}
+
+
+async def _settled(rpc: Any, project_id: str) -> None:
+    deadline = time.monotonic() + 600
+    while (await rpc.call("index:status", {"projectId": project_id}))["indexing"]:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the index did not settle")
+        await asyncio.sleep(0.1)
 
 
 def restart_runs(runs: int, repo: Path) -> dict[str, Any]:
-    firsts, pings, retrieved = [], [], []
+    """Each run: a restart into the indexed project, assembled at once; another, once settled."""
+    found: dict[str, list[dict[str, float]]] = {"at_once": [], "settled": []}
     with tempfile.TemporaryDirectory(prefix="strata-restart-") as tmp:
         root = Path(tmp)
         server, _ = spawn(root / "data", repo, "--index-debounce", "0.1")
@@ -206,19 +221,22 @@ def restart_runs(runs: int, repo: Path) -> dict[str, Any]:
             server.terminate()
             server.kill()
         for _ in range(runs):
-            server, _ = spawn(root / "data", repo)
-            try:
-                first, ping, chunks = asyncio.run(_first_assembly(server, root / "novel"))
-            finally:
-                server.terminate()
-                server.kill()
-            firsts.append(first)
-            pings.append(ping)
-            retrieved.append(chunks)
-    return {"runs": runs, "first_assembly_ms": [round(t) for t in firsts],
-            "first_assembly_median_ms": round(statistics.median(firsts)),
-            "longest_ping_ms": [round(t) for t in pings],
-            "longest_ping_median_ms": round(statistics.median(pings)), "retrieved_chunks": retrieved}
+            for moment, runs_of in found.items():
+                server, _ = spawn(root / "data", repo)
+                try:
+                    runs_of.append(asyncio.run(_first_assembly(server, root / "novel", moment == "settled")))
+                finally:
+                    server.terminate()
+                    server.kill()
+    report: dict[str, Any] = {"runs": runs}
+    for moment, runs_of in found.items():
+        firsts, pings = [r["first_ms"] for r in runs_of], [r["ping_ms"] for r in runs_of]
+        report[moment] = {"first_assembly_ms": [round(t) for t in firsts],
+                          "first_assembly_median_ms": round(statistics.median(firsts)),
+                          "longest_ping_ms": [round(t) for t in pings],
+                          "longest_ping_median_ms": round(statistics.median(pings)),
+                          "retrieved_chunks": [int(r["chunks"]) for r in runs_of]}
+    return report
 
 
 def main() -> None:
@@ -261,12 +279,14 @@ def main() -> None:
           f"{start['rss_idle_mib']:.0f} MiB")
     for key, value in report.get("footprint", {}).items():
         print(f"{key:32s} {value}")
-    if "restart" in report:
-        restart = report["restart"]
-        print(f"restart into an indexed project, {restart['runs']} runs: first assembly "
-              f"{restart['first_assembly_median_ms']} ms median ({restart['first_assembly_ms']}), "
-              f"longest system:info meanwhile {restart['longest_ping_median_ms']} ms "
-              f"({restart['longest_ping_ms']}), Retrieved chunks {restart['retrieved_chunks']}")
+    for moment in ("at_once", "settled"):
+        if "restart" in report:
+            found = report["restart"][moment]
+            print(f"restart, first assembly {moment.replace('_', ' ')}: "
+                  f"{found['first_assembly_median_ms']} ms median ({found['first_assembly_ms']}), "
+                  f"longest system:info meanwhile "
+                  f"{found['longest_ping_median_ms']} ms ({found['longest_ping_ms']}), "
+                  f"Retrieved chunks {found['retrieved_chunks']}")
 
 
 if __name__ == "__main__":
