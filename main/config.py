@@ -155,5 +155,10 @@ class Config(BaseSettings):
         return self.data_dir / "chroma"
 
     @property
+    def cache_dir(self) -> Path:
+        """What is built once and kept between starts (jieba's dictionary in compact form)."""
+        return self.data_dir / "cache"
+
+    @property
     def log_path(self) -> Path:
         return self.data_dir / "logs" / "strata.log"

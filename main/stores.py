@@ -84,7 +84,7 @@ def open_services(config: Config, startup: Startup | None = None) -> Services:
             roots=documents.root, debounce=config.index_debounce,
             results=caches.search_results, query_terms=caches.query_terms,
             idle_after=config.index_idle_minutes * 60 or None,
-            max_open=config.max_open_indexes, on_freed=collect_and_trim)
+            max_open=config.max_open_indexes, on_freed=collect_and_trim, cache_dir=config.cache_dir)
         documents.on_write = retrieval.document_written
         services = Services(database=database, tokenizer=tokenizer, documents=documents, retrieval=retrieval,
                             caches=caches)

@@ -29,7 +29,8 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
                      results: SearchResults | None = None, query_terms: QueryTerms | None = None,
                      embedder: Embedder | None = None,
                      idle_after: float | None = None, max_open: int | None = None,
-                     on_freed: Callable[[], None] | None = None) -> Retrieval:
+                     on_freed: Callable[[], None] | None = None,
+                     cache_dir: Path | None = None) -> Retrieval:
     """The retrieval service over an open database and Chroma client (loads the encoder: blocking).
 
     ``embedding`` is the config string; ``configured`` says it was chosen rather than defaulted
@@ -39,7 +40,8 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     where it cannot load; the index records the encoder actually used. ``idle_after`` (seconds) and
     ``max_open``: when projects' indexes leave memory (:meth:`Retrieval.release`); by default they
     stay. ``on_freed`` runs when much memory was just freed: indexes released, or an index pass that
-    embedded many sentences (the encoder's working arrays).
+    embedded many sentences (the encoder's working arrays). ``cache_dir``: where jieba's dictionary,
+    once built, is kept for the next start (none: built at each start).
     """
     from services.context.counting import CountCache
     from services.retrieval.embeddings import choose_embedding
@@ -53,7 +55,7 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     if embedder is None:
         embedder = choose_embedding(embedding, configured=configured)
     vectors = VectorIndex(client, embedder.function)
-    terms = Terms()
+    terms = Terms(cache_dir)
     info = tokenizer.info
     # Sentences and chunks repeat from one pass to the next: an edit counts only what it changed.
     counter = CountCache(tokenizer, max_entries=200_000)
@@ -86,7 +88,7 @@ class Standalone:
                                           embedding=configured or DEFAULT_EMBEDDING,
                                           configured=configured is not None,
                                           roots=roots or _no_roots, watch=watch,
-                                          **options)
+                                          cache_dir=data_dir / "cache", **options)
 
     async def close(self) -> None:
         from services.retrieval.vectors import close_vector_store

@@ -6,6 +6,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any, NamedTuple
 
 
@@ -30,9 +31,11 @@ _STOP_ZH = _words("""的 了 着 过 是 在 和 与 及 或 也 都 就 还 又
 
 class Terms:
     """Splits text into search terms; jieba's dictionary loads once, on first use, in the compact
-    form of :mod:`services.retrieval.segmenter` (the same words; nothing is written to disk)."""
+    form of :mod:`services.retrieval.segmenter` (the same words), built once and kept in
+    ``cache_dir`` when one is given (nothing is written without it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        self._cache_dir = cache_dir
         self._jieba: Any = None
         self._lock = threading.Lock()
 
@@ -50,7 +53,7 @@ class Terms:
             if self._jieba is None:
                 from services.retrieval.segmenter import CompactTokenizer
 
-                segmenter = CompactTokenizer()
+                segmenter = CompactTokenizer(self._cache_dir)
                 segmenter.initialize()
                 self._jieba = segmenter
             return self._jieba

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import jieba
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from scripts.sample_data import NOVEL, ZH_CHAPTERS
+from services.retrieval import segmenter
 from services.retrieval.segmenter import CompactTokenizer, load_dictionary
 from tests.retrieval_eval.corpus import build_corpus
 
@@ -99,3 +102,56 @@ def test_the_dictionary_cannot_be_changed() -> None:
         COMPACT.add_word("铜钥匙", 10)
     with pytest.raises(ValueError, match="default dictionary"):
         CompactTokenizer().initialize("another.txt")
+
+
+SAMPLE = "林远把铜钥匙藏在灯塔第三级台阶下，又用青苔盖住了缝隙。苏晴在钟楼顶上发现了一只银色怀表。"
+
+
+def _cut(tokenizer: CompactTokenizer) -> list[str]:
+    return list(tokenizer.cut_for_search(SAMPLE))
+
+
+def test_the_built_dictionary_is_kept_in_the_cache_folder_and_read_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Given a cache folder, the first load builds the dictionary and writes one file there (and
+    nothing else); the next load reads it without building, and segments as the built one does."""
+    first = CompactTokenizer(tmp_path)
+    assert _cut(first) == _cut(COMPACT)
+    assert [p.name for p in tmp_path.iterdir()] == [segmenter.cache_file(tmp_path).name]
+
+    def no_build(_: object) -> None:
+        raise AssertionError("built again")
+
+    monkeypatch.setattr(segmenter, "load_dictionary", no_build)
+    again = CompactTokenizer(tmp_path)
+    assert _cut(again) == _cut(COMPACT)
+    assert again.total == COMPACT.total
+
+
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "garbage"])
+def test_a_damaged_cache_file_is_built_again_and_replaced(tmp_path: Path, damage: str) -> None:
+    """A cache file whose bytes do not match their SHA-256 (a flipped byte, a torn write) or that is
+    not one at all is never read: the dictionary is built again, segments the same, and the file is
+    replaced by a good one."""
+    CompactTokenizer(tmp_path).initialize()
+    path = segmenter.cache_file(tmp_path)
+    data = bytearray(path.read_bytes())
+    if damage == "flipped":
+        data[-100] ^= 0xFF
+    path.write_bytes(bytes(data[: len(data) // 2]) if damage == "truncated"
+                     else b"not a dictionary" if damage == "garbage" else bytes(data))
+    assert segmenter.read_cached(path) is None
+    assert _cut(CompactTokenizer(tmp_path)) == _cut(COMPACT)
+    assert segmenter.read_cached(path) is not None
+
+
+def test_a_cache_folder_that_cannot_be_written_still_segments(tmp_path: Path) -> None:
+    """A cache folder that cannot be made (a file stands there) costs the build at each start, with a
+    warning that names the error type, and changes no term."""
+    blocked = tmp_path / "cache"
+    blocked.write_text("a file, not a folder")
+    with capture_logs() as logs:
+        assert _cut(CompactTokenizer(blocked)) == _cut(COMPACT)
+    assert [e["exc_type"] for e in logs if e["event"] == "retrieval.dictionary_not_cached"] == [
+        "FileExistsError"]
+    assert [p.name for p in tmp_path.iterdir()] == ["cache"]
