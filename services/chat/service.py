@@ -138,6 +138,8 @@ class ChatService:
         plan = await self.plans.plan(session.project_id or "", PROFILE)
         language = language_of([context.current, *context.recent_user_messages])
         size = sum(map(len, (context.current, context.summary or "", *context.recent_user_messages)))
+        if not self.counter.ready:  # the server's encoding, built on first use: not on the loop
+            await asyncio.to_thread(self.counter.prepare)
         try:
             assembly = await off_loop(size, build, plan, context, budgets, self.counter, language)
         except InputTooLarge as exc:

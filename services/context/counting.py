@@ -93,6 +93,16 @@ class CountCache:
     def info(self) -> TokenizerInfo:
         return self.tokenizer.info
 
+    @property
+    def ready(self) -> bool:
+        """Whether counting builds nothing first (a tokenizer built on first use is built already):
+        callers on the event loop build it with :meth:`prepare` on a worker thread otherwise."""
+        return bool(getattr(self.tokenizer, "built", True))
+
+    def prepare(self) -> None:
+        """Build the tokenizer now if it is built on first use (about 0.3 s for an encoding)."""
+        self._lines()
+
     def count(self, text: str) -> int:
         if not text:
             return 0

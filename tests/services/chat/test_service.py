@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
 from services.chat.normalize import Normalizer
 from services.chat.service import ChatService, ChatSettings, language_of
 from services.chat.sessions import SessionLimits, SessionStore
+from services.context.counting import CountCache
 from services.errors import ChatBudgetTooSmall, ChatMessageTooLong, ChatSessionNotFound, ProjectNotFound
 from services.profiles.plans import BuiltInPlans
 from services.summaries.seam import Summarizer
+from services.tokenizer.deferred import DeferredTokenizer
+from services.tokenizer.resolve import resolve_tokenizer
 from tests.services.chat.support import FakeWorkspace, ScriptedCompleter
 from tests.services.context.factory import counter
 
@@ -188,3 +192,27 @@ async def test_summary_state_of_forgotten_sessions_is_pruned() -> None:
     assert ids[0] not in chat.store
     assert chat.summary_state(ids[0]) == (None, False)
     assert chat.summary_state(ids[-1])[0] == "client"
+
+
+async def test_the_first_submit_builds_the_servers_encoding_on_a_worker_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's encoding is built on its first count (about 0.3 s): a chat submit that comes
+    before anything counted builds it on a worker thread, not on the event loop, and counts with it."""
+    builds: list[int] = []
+    real = DeferredTokenizer._build
+
+    def watched(self: DeferredTokenizer) -> object:
+        builds.append(threading.get_ident())
+        return real(self)
+
+    monkeypatch.setattr(DeferredTokenizer, "_build", watched)
+    deferred = CountCache(resolve_tokenizer("cl100k_base", deferred=True))
+    assert not deferred.ready
+    chat = ChatService(store=SessionStore(SessionLimits()), normalizer=Normalizer.builtin(),
+                       plans=BuiltInPlans(), counter=deferred, summarizer=Summarizer(ScriptedCompleter()),
+                       workspace=FakeWorkspace({"p1": "Moonfall"}), settings=ChatSettings())
+    turn = await chat.submit(None, "p1", "open chapter 5")
+    assert deferred.ready
+    assert len(builds) == 1
+    assert builds[0] != threading.get_ident()
+    assert turn.assembly.token_count == counter().count(turn.assembly.prompt)

@@ -210,3 +210,15 @@ def test_locate_guesses_where_a_cut_falls_and_none_when_the_text_fits() -> None:
     estimate = CountCache(EstimateTokenizer())
     guess = estimate.locate("灯塔" * 100, 50, True)
     assert guess == 150
+
+
+def test_ready_until_a_tokenizer_built_on_first_use_is_built() -> None:
+    """A cache over a tokenizer built on first use is not ready until ``prepare`` builds it (off
+    the event loop, by its callers); one over a built tokenizer always is."""
+    from services.tokenizer.resolve import resolve_tokenizer
+
+    deferred = CountCache(resolve_tokenizer("cl100k_base", deferred=True))
+    assert not deferred.ready
+    deferred.prepare()
+    assert deferred.ready
+    assert CountCache(resolve_tokenizer("cl100k_base")).ready
