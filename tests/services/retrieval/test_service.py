@@ -380,6 +380,19 @@ async def test_the_dense_query_takes_indexed_sentences_from_the_snapshot_matrix_
     assert np.allclose(vector, expected, atol=1e-6)
 
 
+def _search_threads(retrieval: Retrieval, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The threads that each whole search (``Retrieval._search``) ran on from now on, in order."""
+    threads: list[int] = []
+    real_search = retrieval._search
+
+    def search(*args: Any) -> Any:
+        threads.append(threading.get_ident())
+        return real_search(*args)
+
+    monkeypatch.setattr(retrieval, "_search", search)
+    return threads
+
+
 async def test_a_search_held_in_memory_runs_on_the_loop_and_one_that_embeds_runs_on_a_thread(
         standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A search that needs neither the vector store nor the encoder (BM25 alone, or exact dense
@@ -392,14 +405,7 @@ async def test_a_search_held_in_memory_runs_on_the_loop_and_one_that_embeds_runs
     await retrieval.wait_idle("p1")
     document = "卷一/第05章.md"
     text = (root / document).read_text(encoding="utf-8")
-    threads: list[int] = []
-    real_search = retrieval._search
-
-    def search(*args: Any) -> Any:
-        threads.append(threading.get_ident())
-        return real_search(*args)
-
-    monkeypatch.setattr(retrieval, "_search", search)
+    threads = _search_threads(retrieval, monkeypatch)
     loop = threading.get_ident()
 
     async def thread_of(query: str, dense: DenseQuery | None, mode: str = "hybrid") -> int:
@@ -548,14 +554,7 @@ async def test_chinese_is_never_split_on_the_loop_before_the_dictionary_loads(
                 loads.append(threading.get_ident())
             return super()._segmenter()
 
-    threads: list[int] = []
-    real_search = retrieval._search
-
-    def search(*args: Any) -> Any:
-        threads.append(threading.get_ident())
-        return real_search(*args)
-
-    monkeypatch.setattr(retrieval, "_search", search)
+    threads = _search_threads(retrieval, monkeypatch)
     loop = threading.get_ident()
     retrieval._terms = Watched()
     retrieval._results.drop("p1")
