@@ -41,7 +41,8 @@ class Terms:
 
     @property
     def ready(self) -> bool:
-        """Whether Chinese text splits without loading the dictionary first (about 3 s of CPU)."""
+        """Whether Chinese text splits without loading the dictionary first (about a second of CPU
+        to build it, a few milliseconds to read it back from the cache folder)."""
         return self._jieba is not None
 
     def load(self) -> None:

@@ -53,7 +53,7 @@ class Frequencies:
         return self._frequencies[int(self._words[word])]
 
 
-def load_dictionary(lines: Any) -> tuple[marisa_trie.Trie, array[int], int, int]:
+def load_dictionary(lines: Any) -> Dictionary:
     """The trie, frequencies (by key id), total and longest word of a jieba dictionary file.
 
     As jieba reads it: ``word freq [tag]`` a line, the last line of a repeated word wins, and the
@@ -132,6 +132,9 @@ def write_cached(path: Path, dictionary: Dictionary) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    for stale in path.parent.glob("jieba-compact-*.bin"):  # another jieba's or format's
+        if stale != path:
+            stale.unlink(missing_ok=True)
 
 
 class CompactTokenizer(jieba.Tokenizer):  # type: ignore[misc]

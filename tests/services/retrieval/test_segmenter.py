@@ -114,10 +114,12 @@ def _cut(tokenizer: CompactTokenizer) -> list[str]:
 def test_the_built_dictionary_is_kept_in_the_cache_folder_and_read_back(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Given a cache folder, the first load builds the dictionary and writes one file there (and
-    nothing else); the next load reads it without building, and segments as the built one does."""
+    nothing else; the file of another jieba or format goes); the next load reads it without
+    building, and segments as the built one does."""
+    (tmp_path / "jieba-compact-0000000000000000.bin").write_bytes(b"another jieba's")
     first = CompactTokenizer(tmp_path)
     assert _cut(first) == _cut(COMPACT)
-    assert [p.name for p in tmp_path.iterdir()] == [segmenter.cache_file(tmp_path).name]
+    assert [p.name for p in tmp_path.iterdir()] == [segmenter.cache_file(tmp_path).name]  # and no other
 
     def no_build(_: object) -> None:
         raise AssertionError("built again")
