@@ -56,9 +56,9 @@ DENSE_SENTENCES = 400
 # checked. The chunks that can score in hybrid fusion (DENSE_FLOOR_RANK of them) come from these;
 # the rest are placed by their ids.
 LABELLED_SENTENCES = 100
+SAMPLED_CHUNKS = 32  # a project's chunks looked at for Chinese when it opens
 # Sentence rows from which a held search's matrix product goes to a worker thread: the hop and the
 # GIL handoffs cost about 0.1 ms, the product about 0.1 ms per 1,000 rows of 384 dimensions here.
-SAMPLED_CHUNKS = 32  # chunks looked at for Chinese when a project opens
 THREADED_ROWS = 2048
 # How long a lone search waits for its product's worker thread to take the GIL and start: an idle
 # worker wakes in a tenth of a millisecond or so; past this the search goes on without it.
@@ -244,7 +244,7 @@ class Retrieval:
         project = _Project(project_id, root, snapshot)
         if (self._terms_loading is None and not self._terms.ready
                 and any(needs_segmenter(c.text) for c in snapshot.chunks[:SAMPLED_CHUNKS])):
-            # A Chinese project's first search would otherwise load jieba's dictionary (seconds).
+            # A Chinese project's first search would otherwise wait for jieba's dictionary.
             self._terms_loading = self._spawn(asyncio.to_thread(self._terms.load))
         project.tasks.append(asyncio.ensure_future(self._work(project)))
         if self._watch:
