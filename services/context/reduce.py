@@ -613,12 +613,21 @@ def _overbudget(state: State, section: SectionPlan, size: int, allowance: int) -
         .replace("{tokens}", str(size))
         .replace("{cap}", str(allowance))
     )
-    _log.warning(
-        f"context.{section.id}_overbudget",
-        project_id=state.request.project_id,
-        tokens=size,
-        allowance=allowance,
-    )
+    # Logged when the section's size is new to the project's memo, not at every keystroke: a project
+    # whose rules outgrow their share would otherwise write a line per assembly.
+    new: list[bool] = []
+    state.memo.kept(("overbudget", section.id, size), (), lambda: new.append(True), _no_chars)
+    if new:
+        _log.warning(
+            f"context.{section.id}_overbudget",
+            project_id=state.request.project_id,
+            tokens=size,
+            allowance=allowance,
+        )
+
+
+def _no_chars() -> int:
+    return 0
 
 
 def _run_cap(state: State, step: StepPlan) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 import services.context.reduce as reduce_module
 from services.context.engine import assemble
@@ -422,6 +423,19 @@ def test_a_cap_step_runs_over_the_cap_even_when_the_total_fits_and_warns() -> No
     assert reduction == Reduction("lore", "shed", full, result.layers["lore"].tokens)
     assert reduction.tokens_after <= 30
     assert [r.id for r in result.reports if r.fate == "dropped"] == ["fact:1", "fact:2", "fact:3"]
+
+
+def test_an_overbudget_section_warns_every_time_and_logs_once_per_size() -> None:
+    """Every assembly of a section over its cap carries the warning; the server's log gets a line
+    when the section's size is new to the project's memo, not one per keystroke."""
+    memo = BoundedMemo()
+    with capture_logs() as logs:
+        for facts in (_facts(), _facts(), _facts()[:4], _facts()):
+            result = assemble(request(_capped(30), facts), counter(), memo)
+            assert len(result.warnings) == 1
+    assert [e["tokens"] for e in logs if e["event"] == "context.lore_overbudget"] == [
+        run(_capped(10_000), _facts()).layers["lore"].tokens,
+        run(_capped(10_000), _facts()[:4]).layers["lore"].tokens]
 
 
 def test_the_default_overbudget_warning_names_section_tokens_and_cap() -> None:
