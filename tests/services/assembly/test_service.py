@@ -327,7 +327,7 @@ async def test_retrieval_waits_for_its_project_to_be_prepared_apart_from_the_sea
 
     class Slow:
         async def prepared(self, project_id: str) -> None:
-            await asyncio.sleep(0.3)  # past the 0.05 s deadline below
+            await asyncio.sleep(0.6)  # past the 0.25 s deadline below
             prepared.append(project_id)
 
         async def search(self, project_id: str, query: str, **_: object) -> list[Hit]:
@@ -338,7 +338,7 @@ async def test_retrieval_waits_for_its_project_to_be_prepared_apart_from_the_sea
     service = ContextService(Collaborators(
         settings=world.get_settings, read_document=world.read, profiles=world.get_profile,
         providers=(RetrievalProvider(Slow(), "cl100k_base"),), tokenizers=TokenizerRegistry()),
-        deadline=0.05)
+        deadline=0.25)
     outcome = await service.assemble(_request())
     assert prepared == ["p1"]
     assert passage in outcome.assembly.prompt
