@@ -183,6 +183,44 @@ def chroma_server(tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
+async def test_after_a_restart_the_first_assembly_keeps_its_retrieved_layer(tmp_path: Path) -> None:
+    """A writer restarts the app and types at once in a project indexed before: the first assembly,
+    sent as soon as project:open answers, still finds the planted fact (nothing it needs is left
+    loading past its search deadline), and jieba's dictionary comes from the data dir's cache folder,
+    written once by the first server and not again."""
+    data = tmp_path / "data"
+    first = await asyncio.to_thread(start_server, data, "--index-debounce", "0.1")
+    try:
+        client = await RpcClient.open(first.url, first.token)
+        try:
+            project = await seeded(client, tmp_path / "novel")
+
+            async def found() -> bool:
+                return KEY_FACT in (await prompt_at_end_of_chapter_5(project))["prompt"]
+
+            await eventually(found, "the planted fact before the restart")
+        finally:
+            await client.close()
+    finally:
+        first.terminate()
+    (kept,) = (data / "cache").glob("jieba-compact-*.bin")
+    written = kept.stat().st_mtime_ns
+    second = await asyncio.to_thread(start_server, data)
+    try:
+        client = await RpcClient.open(second.url, second.token)
+        try:
+            reopened = await Project.open(client, tmp_path / "novel")
+            result = await prompt_at_end_of_chapter_5(reopened)
+        finally:
+            await client.close()
+    finally:
+        second.terminate()
+    assert KEY_FACT in result["prompt"]
+    assert not [w for w in result["warnings"] if w.startswith("RETRIEVAL_UNAVAILABLE")]
+    assert '"context.provider_failed"' not in second.stderr_text()
+    assert kept.stat().st_mtime_ns == written
+
+
 async def test_the_same_retrieval_runs_against_a_chroma_server(chroma_server: str, tmp_path: Path) -> None:
     """With --chroma-url the vectors live in the Chroma server and the planted fact is still found;
     nothing is written to the local Chroma folder."""
