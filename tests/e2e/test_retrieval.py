@@ -50,6 +50,21 @@ async def seeded(rpc: RpcClient, folder: Path) -> Project:
     return project
 
 
+async def seeded_until_found(server: ServerProcess, folder: Path, what: str) -> None:
+    """Seed the project in ``folder`` through ``server`` and wait until chapter 5's prompt holds the
+    planted fact."""
+    client = await RpcClient.open(server.url, server.token)
+    try:
+        project = await seeded(client, folder)
+
+        async def found() -> bool:
+            return KEY_FACT in (await prompt_at_end_of_chapter_5(project))["prompt"]
+
+        await eventually(found, what)
+    finally:
+        await client.close()
+
+
 async def prompt_at_end_of_chapter_5(project: Project, instruction: str = INSTRUCTION) -> dict[str, Any]:
     text = (await project.rpc.call("document:read", {"projectId": project.project_id,
                                                      "documentId": "卷一/第05章.md"}))["text"]
@@ -191,16 +206,7 @@ async def test_after_a_restart_the_first_assembly_keeps_its_retrieved_layer(tmp_
     data = tmp_path / "data"
     first = await asyncio.to_thread(start_server, data, "--index-debounce", "0.1")
     try:
-        client = await RpcClient.open(first.url, first.token)
-        try:
-            project = await seeded(client, tmp_path / "novel")
-
-            async def found() -> bool:
-                return KEY_FACT in (await prompt_at_end_of_chapter_5(project))["prompt"]
-
-            await eventually(found, "the planted fact before the restart")
-        finally:
-            await client.close()
+        await seeded_until_found(first, tmp_path / "novel", "the planted fact before the restart")
     finally:
         first.terminate()
     (kept,) = (data / "cache").glob("jieba-compact-*.bin")
@@ -227,16 +233,7 @@ async def test_the_same_retrieval_runs_against_a_chroma_server(chroma_server: st
     server = await asyncio.to_thread(start_server, tmp_path / "data", "--chroma-url", chroma_server,
                                      "--index-debounce", "0.1")
     try:
-        client = await RpcClient.open(server.url, server.token)
-        try:
-            project = await seeded(client, tmp_path / "novel")
-
-            async def found() -> bool:
-                return KEY_FACT in (await prompt_at_end_of_chapter_5(project))["prompt"]
-
-            await eventually(found, "the planted fact via the Chroma server")
-        finally:
-            await client.close()
+        await seeded_until_found(server, tmp_path / "novel", "the planted fact via the Chroma server")
     finally:
         server.terminate()
     assert not (tmp_path / "data" / "chroma").exists()
