@@ -13,11 +13,12 @@ reduction changes them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from services.context.memo import Memo
 from services.context.models import Budget, Item, Window
+from services.context.occurs import make_near
 from services.context.plan import Plan
 from services.context.precut import Tail, split
 from services.context.reduce import mentioned, order_items
@@ -37,11 +38,11 @@ def candidates(plan: Plan, items: Sequence[Item], window: Window | None, budget:
     """``items`` screened, set apart (unless ``explain``: a report of every candidate's fate
     orders them all) and ordered, as :func:`screen`, :func:`split` and :func:`order_items` give
     them, for the caller to change."""
-    knocks = window_knocks(plan, items, window, memo)
-    named = mentioned(plan, items, window)
-    minimums = tuple(budget.minimums.items())
     held = (plan, tuple(items))
-    key = (id(plan), tuple(map(id, held[1])), knocks, named, explain, budget.total, minimums)
+    ids = (id(plan), tuple(map(id, held[1])))
+    knocks, named = _near_window(plan, held, ids, window, memo)
+    minimums = tuple(budget.minimums.items())
+    key = (*ids, knocks, named, explain, budget.total, minimums)
 
     def make() -> tuple[Screened, dict[str, list[Item]], Tail | None]:
         screened = screen(plan, items, window, memo, knocks)
@@ -54,6 +55,21 @@ def candidates(plan: Plan, items: Sequence[Item], window: Window | None, budget:
         ordered={section: list(kept) for section, kept in ordered.items()},
         tail=Tail(tail.section, list(tail.items)) if tail is not None else None,
         named=named)
+
+
+def _near_window(plan: Plan, held: tuple[Plan, tuple[Item, ...]], ids: Hashable, window: Window | None,
+                 memo: Memo) -> tuple[frozenset[int], frozenset[str]]:
+    """The positions of the candidates the window knocks out, and the ids of those it names: from
+    what stands in the window's document when the memo knows it (services/context/occurs.py), else
+    by searching the window."""
+    items = held[1]
+    occurs = memo.occurs(window.document) if window is not None and window.document is not None else None
+    if occurs is None or window is None:
+        return window_knocks(plan, items, window, memo), mentioned(plan, items, window)
+    near = occurs.near(ids, held, lambda: make_near(plan.window_deduped, plan.mentioned_first, items, occurs,
+                                                    memo.norm))
+    before, after = window.before, window.after
+    return near.knocks(before, after, window.start, window.cursor + len(after)), near.named(before, after)
 
 
 __all__ = ["Candidates", "candidates"]

@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, Protocol, TypeVar
 
 from services.caches import SizedLru
+from services.context.occurs import Documents, Occurs, norm
 
 NaturalId = tuple[str, int, str]
 T = TypeVar("T")
@@ -49,6 +50,11 @@ class Memo(Protocol):
         every candidate of an assembly."""
         ...
 
+    def occurs(self, document: str) -> Occurs | None:
+        """What stands in the document text ``document`` (services/context/occurs.py), or None
+        when it is not indexed (yet): the window is searched instead."""
+        ...
+
 
 # Counts of rendered sections kept per project (services/context/reduce.py State.counted), and cap steps'
 # drops (drops_needed) among them: each holds its items and part texts, and a request's reduction asks
@@ -64,10 +70,10 @@ SECTION_COUNT_CHARS = 8_000_000
 # any order, a document's neighbours a hundred requests or more apart: it keeps a few hundred.
 SCREENINGS = 256
 SCREENING_CHARS = 32_000_000
-
-
-def norm(text: str) -> str:
-    return "".join(text.split())
+# Document texts whose windows' knock-outs and names are known (services/context/occurs.py): a burst's
+# requests reach every document of a project, a writer moves through one. Sized by their text, twice.
+DOCUMENTS = 256
+DOCUMENT_CHARS = 16_000_000
 
 
 def natural_id(item_id: str) -> NaturalId:
@@ -94,6 +100,9 @@ class NoMemo:
     def candidates(self, key: Hashable, held: object, make: Callable[[], T], chars: Callable[[], int]) -> T:
         return make()
 
+    def occurs(self, document: str) -> Occurs | None:
+        return None
+
 
 class BoundedMemo:
     """Keeps answers, at most ``max_entries`` of each kind and ``max_chars`` characters of
@@ -104,12 +113,14 @@ class BoundedMemo:
     section counts and cap steps' drops (at most ``max_counts`` together, holding
     ``max_count_chars`` characters of text), and apart from them screened candidates (at most
     ``max_screenings``, naming ``max_screening_chars``), go least recently used first, and take
-    the lock.
+    the lock; so do the document texts whose windows' knock-outs are known (at most
+    ``max_documents``, ``max_document_chars`` characters counted twice).
     """
 
     def __init__(self, max_entries: int = 8192, max_chars: int = 2_000_000,
                  max_counts: int = SECTION_COUNTS, max_count_chars: int = SECTION_COUNT_CHARS,
-                 max_screenings: int = SCREENINGS, max_screening_chars: int = SCREENING_CHARS) -> None:
+                 max_screenings: int = SCREENINGS, max_screening_chars: int = SCREENING_CHARS,
+                 max_documents: int = DOCUMENTS, max_document_chars: int = DOCUMENT_CHARS) -> None:
         self._max = max_entries
         self._max_chars = max_chars
         self._chars = 0
@@ -119,6 +130,7 @@ class BoundedMemo:
         self._counts: SizedLru[Hashable, tuple[object, Any]] = SizedLru(max_counts, max_count_chars)
         self._screenings: SizedLru[Hashable, tuple[object, Any]] = SizedLru(max_screenings,
                                                                             max_screening_chars)
+        self._documents = Documents(max_documents, max_document_chars)
         self._lock = threading.Lock()
 
     def norm(self, text: str) -> str:
@@ -170,6 +182,15 @@ class BoundedMemo:
             with self._lock:
                 lru.put(key, (held, value), size)
         return value
+
+    def occurs(self, document: str) -> Occurs | None:
+        with self._lock:
+            return self._documents.occurs(document)
+
+    def documents(self) -> int:
+        """How many document texts :meth:`occurs` remembers now."""
+        with self._lock:
+            return len(self._documents)
 
     def counts(self) -> int:
         """How many section counts :meth:`count_of` keeps now."""

@@ -65,6 +65,9 @@ class Window:
     cursor: int
     tokens_before: int
     tokens_after: int
+    # The document's whole text when the window was cut from it (``before + after`` is then
+    # ``document[start:cursor + len(after)]``): what stands nowhere in it stands in no window of it.
+    document: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,6 +163,11 @@ class Plan:
         return frozenset(key for key, part in self.item_parts.items() if part.dedupe == "window")
 
     @cached_property
+    def mentioned_first(self) -> frozenset[tuple[str, str]]:
+        """(section id, part id) of the parts whose items named near the cursor go first."""
+        return frozenset((s.id, p.id) for s in self.sections for p in s.parts if p.rank == "mentioned_first")
+
+    @cached_property
     def sources(self) -> frozenset[str]:
         """Every source an assembly with this plan gathers: its parts' and its conditions' facts'."""
         return frozenset(p.source for s in self.sections for p in s.parts) | frozenset(self.facts.values())

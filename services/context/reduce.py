@@ -255,7 +255,7 @@ def mentioned(plan: Plan, items: Sequence[Item], window: Window | None) -> froze
     around the cursor: all that ordering reads of the window."""
     if window is None:
         return frozenset()
-    ranked = {(s.id, p.id) for s in plan.sections for p in s.parts if p.rank == "mentioned_first"}
+    ranked = plan.mentioned_first
     contains = (window.before + window.after).__contains__
     # map/filter/any keep the per-name loop in C: this runs over every entity at every assembly.
     return frozenset(i.id for i in items if i.names and (i.layer, i.section) in ranked

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from services.context.memo import Memo, norm
+from services.context.memo import Memo
 from services.context.models import Item, ItemReport, Window
+from services.context.occurs import norm
 from services.context.plan import Plan
 from services.errors import ScopeViolation
 

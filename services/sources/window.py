@@ -32,7 +32,7 @@ def cut_window(text: str, cursor: int, skill: Skill, tokens: int, counter: Count
     after = keep_head(_slice(text, cursor, after_tokens, counter, backwards=False), after_tokens,
                       counter.count, counter.locate)
     return Window(before=before, after=after, start=cursor - len(before), cursor=cursor,
-                  tokens_before=counter.count(before), tokens_after=counter.count(after))
+                  tokens_before=counter.count(before), tokens_after=counter.count(after), document=text)
 
 
 def _slice(text: str, cursor: int, tokens: int, counter: CountCache, *, backwards: bool) -> str:

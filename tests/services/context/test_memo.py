@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.context.engine import assemble
-from services.context.memo import BoundedMemo, NoMemo, ProjectMemos, natural_id, norm
+from services.context.memo import BoundedMemo, NoMemo, ProjectMemos, natural_id
+from services.context.occurs import norm
 from tests.services.context.factory import counter, item, novel_request, window
 
 
