@@ -42,7 +42,7 @@ from ipc.auth import HandshakePolicy, host_allowed, judge_handshake
 from ipc.context import Role
 from ipc.dispatch import Dispatcher, code_locations
 from ipc.errors import InternalError, ParseError
-from ipc.protocol import error_reply, utf8_size
+from ipc.protocol import error_reply
 from ipc.session import Session, SessionLimits
 from ipc.static import inspector_response, is_inspector_path
 
@@ -177,7 +177,10 @@ class Outlet:
 
     async def send(self, text: str) -> None:
         """Write ``text`` when it fits; drop it if the connection closes (or is closed) meanwhile."""
-        size = utf8_size(text) + _FRAME_HEADER
+        # Encoded here once: the frame's size is the encoding's, and the connection sends these bytes
+        # as the text frame instead of encoding the text again (a long prompt takes ~40 us each time).
+        data = text.encode("utf-8")
+        size = len(data) + _FRAME_HEADER
         self._hold(size)
         queued = True
         try:
@@ -188,7 +191,7 @@ class Outlet:
                 queued = False
                 self._memory.backed_up.add(self)  # what the client does not take at once stays counted
                 with contextlib.suppress(ConnectionClosed):
-                    await self._ws.send(text)
+                    await self._ws.send(data, text=True)
         finally:
             if queued:
                 self._hold(-size)

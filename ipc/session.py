@@ -85,6 +85,7 @@ class SessionLimits:
 
 # A size no reply reaches, for the widest RPC_RESULT_TOO_LARGE error an entry could need.
 _WIDEST = 10**15
+_MAX_UTF8_BYTES = 4  # per code point: a reply this many times its length fits in any encoding of it
 
 
 class _BatchRoom:
@@ -402,6 +403,8 @@ class Session:
         """``reply`` if it is within ``max_reply_bytes``, else the RPC_RESULT_TOO_LARGE error
         for ``id_`` (with a null id if even that would not fit)."""
         limit = self._limits.max_reply_bytes
+        if len(reply) * _MAX_UTF8_BYTES <= limit:
+            return reply  # fits however it encodes: no need to encode it to know
         size = utf8_size(reply)
         if size <= limit:
             return reply

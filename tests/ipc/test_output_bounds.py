@@ -77,6 +77,17 @@ async def test_control_characters_count_as_the_six_bytes_they_are_sent_as() -> N
         await rpc.close()
 
 
+async def test_a_reply_goes_out_as_one_text_frame_of_its_utf8() -> None:
+    """A reply encoded once for its size is sent as those bytes in a text frame: the client
+    reads text (not binary), equal to the reply, in any script, escapes and characters past the BMP."""
+    async with inproc_server() as running, connect(running.url, additional_headers=BEARER) as ws:
+        for n, text in enumerate(["灯塔守夜人林远在雾里点灯。", "é\u2028\x01 ok", "😀" * 3]):
+            await ws.send(json.dumps(_echo(n, text)))
+            frame = await asyncio.wait_for(ws.recv(), 10)
+            assert isinstance(frame, str)
+            assert json.loads(frame) == {"jsonrpc": "2.0", "result": {"text": text}, "id": n}
+
+
 async def test_a_batchs_replies_share_one_frame() -> None:
     """A batch's reply is one frame: entries take their room as they finish; those that no longer
     fit answer RPC_RESULT_TOO_LARGE (with ``available``), and the frame stays within the limit."""
