@@ -111,7 +111,8 @@ def register_services(registry: Registry, config: Config, services: Services, ba
         ),
         tokenizers=tokenizers,
         plans=assembly_profiles,
-    ), memos=services.memos, line_features=caches.line_features, kept=caches.gathered)
+    ), memos=services.memos, line_features=caches.line_features, window_features=caches.window_features,
+        kept=caches.gathered)
     register_context(registry, context, profiles)
     register_game_master(registry, GameMaster(context))
     chat = ChatService(

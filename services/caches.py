@@ -246,6 +246,20 @@ def line_features_cache() -> LineFeatures:
                         size=line_features_size)
 
 
+# The features of a window's whole lines, all but its first and last (services/sources/relevance.py
+# features_by_line): the lines between its cut ends come back at a writer's next keystroke, and at a
+# burst's other requests to the document. Sized in characters of the lines (the key) and features.
+WINDOW_FEATURES = 512
+WINDOW_FEATURE_CHARS = 8_000_000
+
+WindowFeatures = ProjectCache[tuple[str, ...], tuple[frozenset[str], int]]
+
+
+def window_features_cache() -> WindowFeatures:
+    return ProjectCache(max_entries=WINDOW_FEATURES, max_size=WINDOW_FEATURE_CHARS, max_projects=MAX_PROJECTS,
+                        size=lambda value: value[1])
+
+
 # The Retrieved layer's items made from a kept search result (services/retrieval/provider.py): the
 # neighbouring requests that share a result share its items too. Sized in items; the items' texts
 # are the index snapshot's own strings, not copies. As many lists as a burst has documents: requests
@@ -285,6 +299,7 @@ class SourceCaches:
     search_results: SearchResults = field(default_factory=search_result_cache)
     query_terms: QueryTerms = field(default_factory=query_terms_cache)
     line_features: LineFeatures = field(default_factory=line_features_cache)
+    window_features: WindowFeatures = field(default_factory=window_features_cache)
     retrieval_items: RetrievalItems = field(default_factory=retrieval_items_cache)
     gathered: Gathered = field(default_factory=gathered_cache)
 
@@ -295,5 +310,6 @@ class SourceCaches:
         self.search_results.drop(project_id)
         self.query_terms.drop(project_id)
         self.line_features.drop(project_id)
+        self.window_features.drop(project_id)
         self.retrieval_items.drop(project_id)
         self.gathered.drop(project_id)

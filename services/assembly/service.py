@@ -18,7 +18,14 @@ import structlog
 
 from services.assembly.faults import FailingTokenizer, Fault, Faults
 from services.assembly.prefixes import Prefix, PrefixMemory
-from services.caches import Gathered, LineFeatures, gathered_cache, line_features_cache
+from services.caches import (
+    Gathered,
+    LineFeatures,
+    WindowFeatures,
+    gathered_cache,
+    line_features_cache,
+    window_features_cache,
+)
 from services.concurrency.gate import Gate
 from services.concurrency.limiter import KeyedLimiter
 from services.concurrency.offload import off_loop
@@ -43,7 +50,7 @@ from services.profiles.catalog import PUBLISHED
 from services.profiles.plans import DEFAULT_PROFILE_NAME, BuiltInPlans, PlanSource
 from services.sources.base import GatherContext, Provider
 from services.sources.kept import keep_items, kept_items
-from services.sources.relevance import features, features_by_line
+from services.sources.relevance import features, features_by_line, union_by_line
 from services.sources.window import cut_window
 from services.tokenizer import Tokenizer
 from services.tokenizer.estimate import ConservativeEstimate
@@ -143,7 +150,7 @@ class ContextService:
                  faults: Faults | None = None, prefixes: PrefixMemory | None = None,
                  limiter: KeyedLimiter | None = None, concurrency: int = ASSEMBLY_CONCURRENCY,
                  memos: ProjectMemos | None = None, line_features: LineFeatures | None = None,
-                 kept: Gathered | None = None) -> None:
+                 window_features: WindowFeatures | None = None, kept: Gathered | None = None) -> None:
         self._c = collaborators
         self._deadline = deadline
         self.concurrency = concurrency
@@ -155,6 +162,7 @@ class ContextService:
         self._memos = memos or ProjectMemos()
         # Relevance features of the window's lines, per project: neighbouring keystrokes share most.
         self._line_features = line_features if line_features is not None else line_features_cache()
+        self._window_features = window_features if window_features is not None else window_features_cache()
         # The settings' items, kept with the very settings record they came from (until an update):
         # the same item objects at every assembly let the engine's memo recognise the same items.
         self._kept = kept if kept is not None else gathered_cache()
@@ -281,12 +289,20 @@ class ContextService:
                              frozenset())
         window = cut_window(text, request.cursor_position, skill, window_allowance(budget, holder), counter)
         # Once here, off the event loop, for every provider that ranks by it.
-        near = features_by_line(window.before + window.after,
-                                partial(self._known_features, request.project_id))
+        project_id = request.project_id
+        near = features_by_line(window.before + window.after, partial(self._known_features, project_id),
+                                partial(self._features_between, project_id))
         return _Prepared(window, system_tokens, instruction, instruction_tokens, variable_tokens, near)
 
     def _known_features(self, project_id: str, line: str) -> frozenset[str]:
         return self._line_features.get_or_make(project_id, line, partial(features, line))
+
+    def _features_between(self, project_id: str, lines: tuple[str, ...]) -> frozenset[str]:
+        def make() -> tuple[frozenset[str], int]:
+            found = union_by_line(lines, partial(self._known_features, project_id))
+            return found, sum(map(len, lines)) + sum(map(len, found)) + len(lines)
+
+        return self._window_features.get_or_make(project_id, lines, make)[0]
 
     async def _gather(self, ctx: GatherContext, plan: Plan,
                       own: Sequence[Provider] = ()) -> tuple[list[Item], list[str]]:

@@ -29,12 +29,29 @@ def features(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def features_by_line(text: str, known: Callable[[str], frozenset[str]]) -> frozenset[str]:
+def features_by_line(text: str, known: Callable[[str], frozenset[str]],
+                     between: Callable[[tuple[str, ...]], frozenset[str]] | None = None) -> frozenset[str]:
     """``features(text)`` as the union of its lines' features, each line's from ``known`` (which
     may keep them): no feature spans a line break (a word or a run of letters stops at one), so
     the union is exact, and a text that shares most lines with the last one costs only the new ones.
+
+    ``between`` (which may keep them) gives the union for the lines between the first and the last:
+    a window is cut mid-line at both ends, which move at every keystroke, while the lines between
+    come back whole, and one union of them costs less than the union of each line's features.
     """
-    return frozenset().union(*map(known, text.split("\n")))
+    lines = text.split("\n")
+    if between is None or len(lines) < 3:
+        return frozenset().union(*map(known, lines))
+    middle = between(tuple(lines[1:-1]))
+    first, last = known(lines[0]), known(lines[-1])
+    if first <= middle and last <= middle:
+        return middle
+    return middle.union(first, last)
+
+
+def union_by_line(lines: Sequence[str], known: Callable[[str], frozenset[str]]) -> frozenset[str]:
+    """The union of ``lines``' features, each line's from ``known``."""
+    return frozenset().union(*map(known, lines))
 
 
 def _add_char_by_char(run: str, found: set[str]) -> None:

@@ -104,13 +104,14 @@ def test_instances_share_nothing() -> None:
 
 def test_source_caches_drop_a_project_from_every_cache() -> None:
     """SourceCaches.drop forgets the project in every cache (entity sheets, episodes, query terms,
-    line features, retrieval items, record providers' items) and no other project's entries."""
+    line and window features, retrieval items, record providers' items) and no other project's entries."""
     caches = SourceCaches()
     caches.entity_sheets.put("p1", "e", ("sheet", frozenset()))
     caches.episode_texts.put("p1", "e", ("episode", frozenset()))
     caches.episode_texts.put("p2", "e", ("episode", frozenset()))
     caches.query_terms.put("p1", "灯塔", ("灯塔",))
     caches.line_features.put("p1", "灯塔", frozenset({"灯塔"}))
+    caches.window_features.put("p1", ("灯塔",), (frozenset({"灯塔"}), 4))
     caches.retrieval_items.put("p1", "k", ("first", "last", ()))
     caches.gathered.put("p1", "k", ((), (), 1))
     caches.drop("p1")
@@ -118,6 +119,7 @@ def test_source_caches_drop_a_project_from_every_cache() -> None:
     assert caches.episode_texts.get("p1", "e") is None
     assert caches.query_terms.get("p1", "灯塔") is None
     assert caches.line_features.get("p1", "灯塔") is None
+    assert caches.window_features.get("p1", ("灯塔",)) is None
     assert caches.retrieval_items.get("p1", "k") is None
     assert caches.gathered.get("p1", "k") is None
     assert caches.episode_texts.get("p2", "e") is not None

@@ -89,8 +89,9 @@ async def test_foreign_item_is_refused_and_logged() -> None:
 
 
 async def test_neighbouring_cursors_reuse_line_features_and_give_the_lone_prompt() -> None:
-    """The window's relevance features are kept per line and project: a second assembly a few
-    characters on adds only the lines it had not seen, and its prompt is byte-identical to the one
+    """The window's relevance features are kept per line and project, and the union of the lines
+    between its cut ends per window: a second assembly a few characters on adds only the lines it had
+    not seen and reuses the union, and its prompt is byte-identical to the one
     a fresh service builds at that cursor."""
     world = _world()
     lines = (f"第{n}行：林远在灯塔里等了{n}个夜晚，小远没有回来。" for n in range(60))
@@ -103,6 +104,7 @@ async def test_neighbouring_cursors_reuse_line_features_and_give_the_lone_prompt
     neighbour = AssembleRequest("p1", "lines.md", 903, "continue")
     again = await warm.assemble(neighbour)
     assert warm._line_features.entries("p1") - seen <= 3  # the cursor's line, the window's cut ends
+    assert warm._window_features.entries("p1") == 1  # the lines between the cut ends, the same
     lone = await world.service().assemble(neighbour)
     assert again.assembly.prompt == lone.assembly.prompt
     assert again.assembly.reports == lone.assembly.reports

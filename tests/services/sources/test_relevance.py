@@ -115,6 +115,23 @@ def test_features_by_line_equal_the_features_of_the_whole_text(text: str) -> Non
     assert len(computed) == len(set(text.split("\n")))
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(alphabet=_TRICKY + "\r", max_size=20) | st.text(max_size=20), min_size=1, max_size=8),
+       st.integers(0, 6), st.integers(0, 6))
+def test_features_between_cut_ends_equal_the_whole_windows(lines: list[str], head: int, tail: int) -> None:
+    """Windows cut from one text at moving ends, their whole middle lines' union kept (the very
+    object, when the ends add nothing), give the features of each whole window."""
+    text = "\n".join(lines)
+    kept: dict[tuple[str, ...], frozenset[str]] = {}
+
+    def between(middle: tuple[str, ...]) -> frozenset[str]:
+        return kept.setdefault(middle, relevance.union_by_line(middle, features))
+
+    for start, end in ((head, len(text) - tail), (head + 1, len(text) - tail - 1), (head, len(text) - tail)):
+        window = text[start:max(start, end)]
+        assert features_by_line(window, features, between) == features(window)
+
+
 def test_features_match_the_definition_next_to_every_code_point() -> None:
     """Every code point, in runs of 50 with its neighbours, gives the definition's features."""
     points = [chr(n) for n in range(0x110000) if not 0xD800 <= n < 0xE000]
