@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from services.context.budget import MAX_INPUT_TOKENS, make_budget
 from services.context.candidates import candidates
 from services.context.counting import CountCache
-from services.context.hashing import prefix_hashes, sha256_hex
+from services.context.hashing import hash_prefixes, sha256_hex
 from services.context.memo import Memo, NoMemo
 from services.context.models import Assembly, BudgetProfile, Item, ItemReport, LayerResult, Window
 from services.context.plan import Plan, holds
@@ -169,7 +169,7 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
     lap("budget")
     prompt, ends, tokens, texts = verify(state)
     lap("render")
-    hashes = prefix_hashes(prompt, ends)
+    hashes, sizes = hash_prefixes(prompt, ends)
     lap("hash")
     stable = [s.id for s in plan.sections if s.stable]
     stable_end = ends[stable[-1]] if stable else 0
@@ -181,7 +181,7 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
                           chunks=any(p.bounded for p in s.parts))
         for s in plan.sections
     }
-    stable_ends = tuple((s, len(prompt[:ends[s]].encode("utf-8", "surrogatepass"))) for s in stable)
+    stable_ends = tuple((s, sizes[s]) for s in stable)
     return Assembly(
         prompt=prompt, token_count=tokens, stable_prefix=prompt[:stable_end], stable_prefix_hash=stable_hash,
         prefix_hashes=hashes, layers=layers, budget=budget, warnings=tuple(state.warnings),

@@ -7,7 +7,7 @@ import hashlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.context.hashing import divergence, prefix_hashes, sha256_hex
+from services.context.hashing import divergence, hash_prefixes, prefix_hashes, sha256_hex
 from services.context.models import Divergence
 from services.context.render import join_sections
 from tests.services.context.factory import novel
@@ -59,10 +59,14 @@ def test_prefix_hashes_cover_the_prompt_up_to_each_layer_end() -> None:
                        st.integers(min_value=0, max_value=70), max_size=6))
 def test_each_prefix_hash_is_the_hash_of_the_prompt_up_to_its_end(prompt: str, ends: dict[str, int]) -> None:
     """For any prompt (lone surrogates included) and any ends, in any order, repeated or past the
-    end, each section's hash is SHA-256 of exactly prompt[:end], in the order the ends were given."""
+    end, each section's hash is SHA-256 of exactly prompt[:end], in the order the ends were given,
+    and its size the UTF-8 bytes of prompt[:end]."""
     hashes = prefix_hashes(prompt, ends)
     assert hashes == {section: sha256_hex(prompt[:end]) for section, end in ends.items()}
     assert list(hashes) == list(ends)
+    both = hash_prefixes(prompt, ends)
+    assert both.hashes == hashes
+    assert both.sizes == {s: len(prompt[:end].encode("utf-8", "surrogatepass")) for s, end in ends.items()}
 
 
 def test_no_divergence_for_equal_prefixes() -> None:
