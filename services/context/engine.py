@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from services.context.budget import MAX_INPUT_TOKENS, make_budget
 from services.context.candidates import candidates
@@ -53,29 +54,36 @@ class Request:
     explain: bool = True
 
 
-def _bounded(plan: Plan) -> set[tuple[str, str]]:
-    """(section id, part id) of the parts that hold passages from the project's index."""
-    return {(s.id, p.id) for s in plan.sections for p in s.parts if p.bounded}
+def _gathered(plan: Plan, items: tuple[Item, ...]) -> tuple[int, int]:
+    """Tokens and characters of the items the input cap counts: all but passages from the
+    project's index (at most MAX_RETRIEVED chunks of about 200 tokens, bounded apart and trimmed
+    by the budget like any candidate: not the writer's input)."""
+    bounded = plan.bounded_parts
+    counted = [i for i in items if (i.layer, i.section) not in bounded]
+    return sum(max(i.tokens, 0) for i in counted), sum(len(i.text) for i in counted)
 
 
-def fresh_chars(request: Request) -> int:
+def _gathered_sizes(request: Request, memo: Memo) -> tuple[int, int]:
+    """:func:`_gathered`, kept with the items: the same item objects come back at every keystroke."""
+    plan, items = request.plan, request.items
+    return memo.kept(("gathered", id(plan), tuple(map(id, items))), (plan, items),
+                     partial(_gathered, plan, items), lambda: sum(len(i.text) for i in items))
+
+
+def fresh_chars(request: Request, memo: Memo | None = None) -> int:
     """Characters of text the assembly may have to count: the window, the instruction, the
     variables and the gathered items, except passages from the index (counted when indexed, at most
     MAX_RETRIEVED of them: only those kept are rendered and counted). The measure of its work that
     decides whether it runs off the event loop."""
-    bounded = _bounded(request.plan)
     window = request.window
-    chars = sum(len(i.text) for i in request.items if (i.layer, i.section) not in bounded)
+    chars = _gathered_sizes(request, memo or NoMemo())[1]
     chars += len(request.instruction or "") + sum(map(len, request.variables.values()))
     return chars + (len(window.before) + len(window.after) if window else 0)
 
 
-def _check_input_size(request: Request) -> None:
-    # Passages from the project's index are not the writer's input: they are bounded apart (at
-    # most MAX_RETRIEVED chunks of about 200 tokens) and trimmed by the budget like any candidate.
-    bounded = _bounded(request.plan)
+def _check_input_size(request: Request, memo: Memo) -> None:
     window = request.window
-    gathered = sum(max(i.tokens, 0) for i in request.items if (i.layer, i.section) not in bounded)
+    gathered = _gathered_sizes(request, memo)[0]
     gathered += request.instruction_tokens + request.variable_tokens
     gathered += (window.tokens_before + window.tokens_after) if window else 0
     if gathered > MAX_INPUT_TOKENS:
@@ -152,7 +160,7 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
         clock = now
 
     check_scope(request.items, request.project_id)
-    _check_input_size(request)
+    _check_input_size(request, memo)
     plan, items, conditioned = _active(request)
     budget = make_budget(request.profile, plan, request.system_prompt_tokens)
     found = candidates(plan, items, request.window, budget, memo, request.explain)

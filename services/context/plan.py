@@ -163,6 +163,11 @@ class Plan:
         return frozenset(key for key, part in self.item_parts.items() if part.dedupe == "window")
 
     @cached_property
+    def bounded_parts(self) -> frozenset[tuple[str, str]]:
+        """(section id, part id) of the parts that hold passages from the project's index."""
+        return frozenset((s.id, p.id) for s in self.sections for p in s.parts if p.bounded)
+
+    @cached_property
     def mentioned_first(self) -> frozenset[tuple[str, str]]:
         """(section id, part id) of the parts whose items named near the cursor go first."""
         return frozenset((s.id, p.id) for s in self.sections for p in s.parts if p.rank == "mentioned_first")
