@@ -120,7 +120,9 @@ class Overlaps:
         if self._owns:
             return [similarity(own, near) for own in self._owns]
         index = self._index
-        wanted = _mask([p for p in map(index.get, near) if p is not None], len(index))
+        # The features near the cursor that some record holds, found by a set operation that walks
+        # the smaller side in C: a window has thousands of features, the records a few hundred.
+        wanted = _mask(list(map(index.__getitem__, index.keys() & near)), len(index))
         return [(mask & wanted).bit_count() / size if size else 0.0
                 for mask, size in zip(self._masks, self._sizes, strict=True)]
 
