@@ -260,6 +260,20 @@ def window_features_cache() -> WindowFeatures:
                         size=lambda value: value[1])
 
 
+# The dense query made from the sentences before the cursor (services/retrieval/provider.py): every
+# keystroke inside a sentence asks the same one. Sized in characters of the text it depends on (the
+# key's) and of its sentences.
+DENSE_QUERIES = 256
+DENSE_QUERY_CHARS = 1_000_000
+
+DenseQueries = ProjectCache[Hashable, tuple[Any, int]]
+
+
+def dense_query_cache() -> DenseQueries:
+    return ProjectCache(max_entries=DENSE_QUERIES, max_size=DENSE_QUERY_CHARS, max_projects=MAX_PROJECTS,
+                        size=lambda value: value[1])
+
+
 # The Retrieved layer's items made from a kept search result (services/retrieval/provider.py): the
 # neighbouring requests that share a result share its items too. Sized in items; the items' texts
 # are the index snapshot's own strings, not copies. As many lists as a burst has documents: requests
@@ -301,6 +315,7 @@ class SourceCaches:
     line_features: LineFeatures = field(default_factory=line_features_cache)
     window_features: WindowFeatures = field(default_factory=window_features_cache)
     retrieval_items: RetrievalItems = field(default_factory=retrieval_items_cache)
+    dense_queries: DenseQueries = field(default_factory=dense_query_cache)
     gathered: Gathered = field(default_factory=gathered_cache)
 
     def drop(self, project_id: str) -> None:
@@ -312,4 +327,5 @@ class SourceCaches:
         self.line_features.drop(project_id)
         self.window_features.drop(project_id)
         self.retrieval_items.drop(project_id)
+        self.dense_queries.drop(project_id)
         self.gathered.drop(project_id)

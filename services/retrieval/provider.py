@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from services.caches import RetrievalItems, retrieval_items_cache
+from services.caches import DenseQueries, RetrievalItems, dense_query_cache, retrieval_items_cache
 from services.context.models import Item
 from services.context.screening import MAX_RETRIEVED
-from services.retrieval.query import DenseQuery, settled
+from services.retrieval.query import CONTEXT_CHARS, DenseQuery, settled
 from services.retrieval.search import Exclusion, Hit
 from services.sources.base import GatherContext
 
@@ -39,6 +39,7 @@ class RetrievalProvider:
     warning: str = "RETRIEVAL_UNAVAILABLE"
     sources: tuple[str, ...] = ("retrieval.passages",)
     items: RetrievalItems = field(default_factory=retrieval_items_cache, repr=False)
+    queries: DenseQueries = field(default_factory=dense_query_cache, repr=False)
 
     async def ready(self, project_id: str) -> None:
         """Wait until the searcher can search the project: the server's retrieval loads Chroma and
@@ -63,7 +64,7 @@ class RetrievalProvider:
         before = settled(ctx.window.before)
         # The dense query is the sentences nearest the cursor, whose vectors the index already holds,
         # and the start of the instruction; BM25 gets the whole query.
-        dense = DenseQuery.before_cursor(before, ctx.additional_input[:DENSE_INSTRUCTION], ctx.document_id)
+        dense = self._dense_query(ctx, before)
         query = before[-QUERY_BEFORE:] + "\n" + ctx.additional_input
         hits = await self.searcher.search(ctx.project_id, query, limit=MAX_RETRIEVED, exclude=exclude,
                                           dense_query=dense)
@@ -80,6 +81,21 @@ class RetrievalProvider:
         items = tuple(self._item(hit, ctx, same, where) for hit in hits)
         self.items.put(ctx.project_id, key, (hits[0], hits[-1], items))
         return list(items)
+
+    def _dense_query(self, ctx: GatherContext, before: str) -> DenseQuery:
+        """:meth:`DenseQuery.before_cursor`, kept: it reads only the last CONTEXT_CHARS + 1
+        characters of ``before`` (the sentences in range, from a line's start) and whether there are
+        more, so every keystroke inside one sentence gets the query made for the first."""
+        instruction = ctx.additional_input[:DENSE_INSTRUCTION]
+        tail = before[-(CONTEXT_CHARS + 1):]
+
+        def make() -> tuple[DenseQuery, int]:
+            query = DenseQuery.before_cursor(before, instruction, ctx.document_id)
+            return query, len(tail) + len(instruction) + sum(map(len, query.sentences))
+
+        key = (ctx.document_id, tail, len(before) > CONTEXT_CHARS, instruction)
+        found: DenseQuery = self.queries.get_or_make(ctx.project_id, key, make)[0]
+        return found
 
     @staticmethod
     def _item(hit: Hit, ctx: GatherContext, same_tokenizer: bool, where: tuple[str, str]) -> Item:

@@ -104,7 +104,7 @@ def test_instances_share_nothing() -> None:
 
 def test_source_caches_drop_a_project_from_every_cache() -> None:
     """SourceCaches.drop forgets the project in every cache (entity sheets, episodes, query terms,
-    line and window features, retrieval items, record providers' items) and no other project's entries."""
+    line and window features, retrieval items and dense queries, record providers' items) and no other project's entries."""
     caches = SourceCaches()
     caches.entity_sheets.put("p1", "e", ("sheet", frozenset()))
     caches.episode_texts.put("p1", "e", ("episode", frozenset()))
@@ -113,6 +113,7 @@ def test_source_caches_drop_a_project_from_every_cache() -> None:
     caches.line_features.put("p1", "灯塔", frozenset({"灯塔"}))
     caches.window_features.put("p1", ("灯塔",), (frozenset({"灯塔"}), 4))
     caches.retrieval_items.put("p1", "k", ("first", "last", ()))
+    caches.dense_queries.put("p1", "k", ("query", 1))
     caches.gathered.put("p1", "k", ((), (), 1))
     caches.drop("p1")
     assert caches.entity_sheets.get("p1", "e") is None
@@ -121,6 +122,7 @@ def test_source_caches_drop_a_project_from_every_cache() -> None:
     assert caches.line_features.get("p1", "灯塔") is None
     assert caches.window_features.get("p1", ("灯塔",)) is None
     assert caches.retrieval_items.get("p1", "k") is None
+    assert caches.dense_queries.get("p1", "k") is None
     assert caches.gathered.get("p1", "k") is None
     assert caches.episode_texts.get("p2", "e") is not None
 

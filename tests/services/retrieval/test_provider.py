@@ -114,3 +114,27 @@ async def test_the_same_kept_result_gives_the_same_items_and_a_new_one_new_items
     anew = await provider.gather(_ctx("continue"))
     assert anew == first
     assert not any(a is b for a, b in zip(first, anew, strict=True))
+
+
+async def test_keystrokes_inside_a_sentence_share_the_dense_query_made_for_the_first() -> None:
+    """The dense query is kept per project under the text it reads: the next keystrokes inside
+    one sentence get the very query made for the first (equal to one made afresh), a keystroke past
+    the sentence's end and another instruction get new ones."""
+    searcher = Searcher([])
+    provider = RetrievalProvider(searcher, COUNTER.info.encoding)
+    end = DOCUMENT.index("。", 900) + 1
+    for cursor in (end + 2, end + 3, end + 4):
+        await provider.gather(_ctx("continue", cursor))
+    await provider.gather(_ctx("continue", DOCUMENT.index("。", end) + 2))
+    await provider.gather(_ctx("continue", end + 4, additional_input="写雾"))
+    first, second, third, past, other = searcher.dense
+    assert first is second is third
+    alone = Searcher([])
+    await RetrievalProvider(alone, COUNTER.info.encoding).gather(_ctx("continue", end + 3))
+    assert alone.dense[0] == first
+    assert isinstance(past, DenseQuery)
+    assert isinstance(first, DenseQuery)
+    assert past.sentences != first.sentences
+    assert other is not first
+    assert isinstance(other, DenseQuery)
+    assert other.instruction == "写雾"

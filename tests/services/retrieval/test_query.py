@@ -90,3 +90,14 @@ def test_every_query_sentence_of_indexed_text_is_a_passage_the_index_holds(parag
         for sentence in context_sentences(settled(document[:cursor])):
             assert len(sentence) >= MIN_PASSAGE_CHARS
             assert sentence in held or any(p.startswith(sentence) for p in extended), (cursor, sentence)
+
+
+@settings(max_examples=300, deadline=None)
+@given(head=st.text("林远灯塔。\n ab.", max_size=40), other=st.text("林远灯塔。\n ab.", max_size=40),
+       tail=st.text("林远灯塔雾里等了很久。！\n ab.", min_size=31, max_size=31), chars=st.integers(1, 30))
+def test_the_context_sentences_read_only_the_last_chars_and_one(head: str, other: str, tail: str,
+                                                                chars: int) -> None:
+    """The query's sentences depend only on the last ``chars`` + 1 characters of the text before
+    the cursor and on whether there are more: what lets a provider keep the query for every
+    keystroke that shares them."""
+    assert context_sentences(head + tail, chars) == context_sentences(other + tail, chars)
