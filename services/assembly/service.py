@@ -224,7 +224,7 @@ class ContextService:
                                               prepared),
             variable_tokens=prepared.variable_tokens, explain=request.explain)
         memo = self._memos.for_project(request.project_id)
-        assembly = await off_loop(fresh_chars(engine_request, memo), assemble, engine_request, counter, memo)
+        assembly = await off_loop(fresh_chars(engine_request), assemble, engine_request, counter, memo)
         return self._outcome(request, assembly, system_prompt, counter, remember)
 
     async def counter(self, project_id: str) -> CountCache:

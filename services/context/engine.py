@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import partial
 
 from services.context.budget import MAX_INPUT_TOKENS, make_budget
 from services.context.candidates import candidates
@@ -63,27 +62,20 @@ def _gathered(plan: Plan, items: tuple[Item, ...]) -> tuple[int, int]:
     return sum(max(i.tokens, 0) for i in counted), sum(len(i.text) for i in counted)
 
 
-def _gathered_sizes(request: Request, memo: Memo) -> tuple[int, int]:
-    """:func:`_gathered`, kept with the items: the same item objects come back at every keystroke."""
-    plan, items = request.plan, request.items
-    return memo.kept(("gathered", id(plan), tuple(map(id, items))), (plan, items),
-                     partial(_gathered, plan, items), lambda: sum(len(i.text) for i in items))
-
-
-def fresh_chars(request: Request, memo: Memo | None = None) -> int:
+def fresh_chars(request: Request) -> int:
     """Characters of text the assembly may have to count: the window, the instruction, the
     variables and the gathered items, except passages from the index (counted when indexed, at most
     MAX_RETRIEVED of them: only those kept are rendered and counted). The measure of its work that
     decides whether it runs off the event loop."""
     window = request.window
-    chars = _gathered_sizes(request, memo or NoMemo())[1]
+    chars = _gathered(request.plan, request.items)[1]
     chars += len(request.instruction or "") + sum(map(len, request.variables.values()))
     return chars + (len(window.before) + len(window.after) if window else 0)
 
 
-def _check_input_size(request: Request, memo: Memo) -> None:
+def _check_input_size(request: Request) -> None:
     window = request.window
-    gathered = _gathered_sizes(request, memo)[0]
+    gathered = _gathered(request.plan, request.items)[0]
     gathered += request.instruction_tokens + request.variable_tokens
     gathered += (window.tokens_before + window.tokens_after) if window else 0
     if gathered > MAX_INPUT_TOKENS:
@@ -160,7 +152,7 @@ def assemble(request: Request, counter: CountCache, memo: Memo | None = None) ->
         clock = now
 
     check_scope(request.items, request.project_id)
-    _check_input_size(request, memo)
+    _check_input_size(request)
     plan, items, conditioned = _active(request)
     budget = make_budget(request.profile, plan, request.system_prompt_tokens)
     found = candidates(plan, items, request.window, budget, memo, request.explain)

@@ -104,7 +104,8 @@ def test_instances_share_nothing() -> None:
 
 def test_source_caches_drop_a_project_from_every_cache() -> None:
     """SourceCaches.drop forgets the project in every cache (entity sheets, episodes, query terms,
-    line and window features, retrieval items and dense queries, record providers' items) and no other project's entries."""
+    line and window features, retrieval items and dense queries, record providers' items) and no
+    other project's entries."""
     caches = SourceCaches()
     caches.entity_sheets.put("p1", "e", ("sheet", frozenset()))
     caches.episode_texts.put("p1", "e", ("episode", frozenset()))

@@ -239,11 +239,6 @@ def test_retrieved_passages_do_not_count_towards_the_input_cap() -> None:
     assert result.token_count <= result.budget.total
     with pytest.raises(InputTooLarge):
         assemble(request(passages + history), counter())
-    memo = BoundedMemo()  # the items' sizes kept: the same answers, and none for other items
-    for _ in range(2):
-        assert assemble(request(passages), counter(), memo).prompt == result.prompt
-        with pytest.raises(InputTooLarge):
-            assemble(request(passages + history), counter(), memo)
 
 
 def test_fresh_chars_counts_what_the_assembly_reads_except_indexed_passages() -> None:
@@ -259,7 +254,3 @@ def test_fresh_chars_counts_what_the_assembly_reads_except_indexed_passages() ->
     long = item("c2", "constraints", "林远不会游泳。" * 1000, 5)
     assert fresh_chars(replace(base, items=(*small, long))) == expected + len(long.text)
     assert fresh_chars(replace(base, variables={"name": "林远"})) == expected + 2
-    memo = BoundedMemo()  # kept per items: each set of items keeps its own
-    for _ in range(2):
-        assert fresh_chars(replace(base, items=small + passages), memo) == expected
-        assert fresh_chars(replace(base, items=(*small, long)), memo) == expected + len(long.text)
