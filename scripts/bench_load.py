@@ -5,6 +5,7 @@ Run from the repository root::
     .venv/bin/python scripts/bench_load.py --duration 0 --plot sweep.png   # the sweep (a few minutes)
     .venv/bin/python scripts/bench_load.py                 # the sweep, then the overload and rate search
     .venv/bin/python scripts/bench_load.py --json          # the same figures as JSON
+    .venv/bin/python scripts/bench_load.py --data-dir /tmp/kept ...  # index once, reuse it next time
 
 The server is ``python -m main serve`` on a fresh data dir with its default
 limits, except ``--max-connections``: the default of 32 is raised to hold the
@@ -354,6 +355,46 @@ async def seed(url: str, token: str, projects: Sequence[tuple[ProjectData, Path]
     return [target for targets in found for target in targets]
 
 
+async def reopen(url: str, token: str, projects: Sequence[tuple[ProjectData, Path]]) -> list[Target]:
+    """Open projects seeded by an earlier run on the same data dir (``--data-dir``); the documents
+    to target, as :func:`seed` returns them."""
+    from tests.support.client import RpcClient
+
+    rpc = await RpcClient.open(url, token)
+    try:
+        targets = []
+        for data, folder in projects:
+            opened = await rpc.call("project:open", {"path": str(folder), "name": data.name})
+            pid = opened["project"]["projectId"]
+            targets += [Target(pid, d, len(t), data.language, t) for d, t in data.chapters.items()]
+        return targets
+    finally:
+        await rpc.close()
+
+
+def seeded_as(args: argparse.Namespace) -> dict[str, Any]:
+    """What a kept data dir was seeded with: reused only when all of it is the same."""
+    return {"projects": args.projects, "documents": args.documents, "min_tokens": args.min_tokens,
+            "max_tokens": args.max_tokens, "seed": args.seed,
+            "embedding": os.environ.get("STRATA_EMBEDDING", "")}
+
+
+SEEDED = "seeded.json"  # in a kept data dir: what it was seeded with (seeded_as)
+
+
+def kept_data(root: Path, args: argparse.Namespace) -> bool:
+    """Whether ``root`` holds data seeded as ``args`` asks (then it is reused), or nothing yet (then
+    it is seeded); a folder holding anything else is refused rather than seeded twice."""
+    marker = root / SEEDED
+    if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == seeded_as(args):
+        return True
+    if root.exists() and any(root.iterdir()):
+        raise SystemExit(f"--data-dir {root} holds other data (seeded otherwise, or not by this "
+                         "benchmark): give an empty or new folder")
+    root.mkdir(parents=True, exist_ok=True)
+    return False
+
+
 INSTRUCTIONS = {"zh": ["续写这一段，保持悬念。", "润色这段对白，让语气更克制。", "扩写环境描写。", None],
                 "en": ["Continue the scene and keep the suspense.", "Tighten the dialogue.",
                        "Expand the description of the weather.", None]}
@@ -671,6 +712,7 @@ async def run_benchmark(args: argparse.Namespace,
     report = Report(machine=machine, command=benchlib.command_line(), config=vars(args).copy())
     report.config.pop("save", None)
     report.config.pop("plot", None)
+    report.config["data_dir"] = None if args.data_dir is None else str(args.data_dir)
     rng = random.Random(args.seed)
     count = resolve_tokenizer().count
     languages = ["zh" if n % 5 in (0, 2, 4) else "en" for n in range(args.projects)]
@@ -685,15 +727,21 @@ async def run_benchmark(args: argparse.Namespace,
         "per_project": {"constraints": len(projects[0].constraints), "entities": len(projects[0].entities),
                         "rules": len(projects[0].rules), "episodes": len(projects[0].episodes)},
     }
-    with tempfile.TemporaryDirectory(prefix="strata-bench-load-") as tmp:
-        root = Path(tmp)
+    with contextlib.ExitStack() as stack:
+        if args.data_dir is None:
+            root, kept = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="strata-bench-"))), False
+        else:
+            root, kept = args.data_dir, kept_data(args.data_dir, args)
         async with server_child(root, args.connections) as server:
             pid = server.process.pid
-            progress("seeding over JSON-RPC")
+            progress("reopening the kept data" if kept else "seeding over JSON-RPC")
             started = time.perf_counter()
-            targets = await seed(server.url, server.token,
-                                 [(p, root / "projects" / p.name) for p in projects])
+            folders = [(p, root / "projects" / p.name) for p in projects]
+            targets = await (reopen if kept else seed)(server.url, server.token, folders)
+            if args.data_dir is not None and not kept:
+                (root / SEEDED).write_text(json.dumps(seeded_as(args)), encoding="utf-8")
             report.data["seed_s"] = time.perf_counter() - started
+            report.data["reused_data"] = kept
             progress("waiting for the retrieval index to settle")
             started = time.perf_counter()
             report.data["index"] = await settle_index(server.url, server.token,
@@ -996,6 +1044,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--index-timeout", type=float, default=600.0,
                    help="seconds to wait for the retrieval index to settle after seeding")
     p.add_argument("--seed", type=int, default=11)
+    p.add_argument("--data-dir", type=Path, default=None, metavar="DIR",
+                   help="keep the server's data and the projects here, and reuse them when a run with the "
+                        "same data and STRATA_EMBEDDING seeded them (the index is built once; default: a "
+                        "new temporary folder)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--save", type=Path, default=None, metavar="PATH", help="also write the JSON report")
     args = p.parse_args(argv)

@@ -190,3 +190,23 @@ def test_whole_run_against_a_real_server(capsys: pytest.CaptureFixture[str]) -> 
     assert "CONTEXT_BACKPRESSURE" in table
     assert "Machine:" in table
     assert "keystrokes with a new retrieval query" in table
+
+
+def test_a_kept_data_dir_is_seeded_once_and_reused(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """With --data-dir the first run seeds the folder and keeps it; a second run with the same data
+    reopens the projects (their documents and index) instead of seeding again, and assembles them;
+    a folder seeded otherwise is refused rather than seeded twice."""
+    kept = tmp_path / "kept"
+    quick = ["--projects", "1", "--documents", "2", "--min-tokens", "300", "--max-tokens", "400",
+             "--connections", "2", "--sweep", "8", "--typing", "3", "--overload-per-document", "5",
+             "--duration", "0", "--pause", "0", "--data-dir", str(kept), "--json"]
+    assert bench_load.main(quick) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert bench_load.main(quick) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert (first["data"]["reused_data"], second["data"]["reused_data"]) == (False, True)
+    assert second["data"]["index"]["documents"] == 2
+    assert second["sweep"][0]["codes"] == {"ok": 8}
+    with pytest.raises(SystemExit):
+        bench_load.main([*quick, "--seed", "12"])
