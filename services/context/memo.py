@@ -73,7 +73,7 @@ SCREENING_CHARS = 32_000_000
 # Document texts whose windows' knock-outs and names are known (services/context/occurs.py): a burst's
 # requests reach every document of a project, a writer moves through one. Sized by their text, twice.
 DOCUMENTS = 256
-DOCUMENT_CHARS = 16_000_000
+DOCUMENT_CHARS = 8_000_000
 
 
 def natural_id(item_id: str) -> NaturalId:
@@ -188,7 +188,7 @@ class BoundedMemo:
             return self._documents.occurs(document)
 
     def documents(self) -> int:
-        """How many document texts :meth:`occurs` remembers now."""
+        """How many document texts :meth:`occurs` indexes now."""
         with self._lock:
             return len(self._documents)
 

@@ -120,26 +120,35 @@ class Occurs:
 
 class Documents:
     """The :class:`Occurs` of a project's most recently used document texts, at most
-    ``max_documents`` and ``max_chars`` characters of document text. Its owner locks."""
+    ``max_documents`` and ``max_chars`` characters of document text; and the length and hash of the
+    last ``max_documents`` texts seen once, which hold no text. Its owner locks."""
 
     def __init__(self, max_documents: int, max_chars: int) -> None:
-        self._lru: SizedLru[str, Occurs | None] = SizedLru(max_documents, max_chars)
+        self._lru: SizedLru[str, Occurs] = SizedLru(max_documents, max_chars)
+        self._seen: OrderedDict[tuple[int, int], None] = OrderedDict()
+        self._max_seen = max_documents
 
     def occurs(self, text: str) -> Occurs | None:
-        """The text's :class:`Occurs`, or None the first time the text is seen (then remembered: a
-        text seen once is likely a keystroke's, never seen again)."""
+        """The text's :class:`Occurs`, or None the first time the text is seen: a text seen once is
+        likely a keystroke's, never seen again, and only its length and hash are kept to know it the
+        second time. (Two texts of one length and hash would only index the second early: an
+        :class:`Occurs` is kept under its very text.)"""
         found = self._lru.get(text)
-        if found is None:
-            # Sized twice the text: the whitespace-free copy made once it is indexed.
-            self._lru.put(text, None, 2 * len(text))
-            return None
-        occurs = found[0]
-        if occurs is None:
+        if found is not None:
+            return found[0]
+        mark = (len(text), hash(text))
+        if self._seen.pop(mark, 0) is None:  # seen once before: index it now
             occurs = Occurs(text)
-            self._lru.put(text, occurs, found[1])
-        return occurs
+            # Sized twice the text: the whitespace-free copy made once it is searched.
+            self._lru.put(text, occurs, 2 * len(text))
+            return occurs
+        self._seen[mark] = None
+        while len(self._seen) > self._max_seen:
+            self._seen.popitem(last=False)
+        return None
 
     def __len__(self) -> int:
+        """How many document texts it indexes now."""
         return len(self._lru)
 
 
