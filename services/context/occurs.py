@@ -173,4 +173,5 @@ def make_near(plan_deduped: frozenset[tuple[str, str]], plan_mentioned: frozense
                 names.append((item.id, standing))
     return Near(tuple(spans), tuple(texts), tuple(names))
 
+
 __all__ = ["Documents", "Near", "Occurs", "make_near", "norm"]

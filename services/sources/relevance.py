@@ -41,7 +41,7 @@ def features_by_line(text: str, known: Callable[[str], frozenset[str]],
     """
     lines = text.split("\n")
     if between is None or len(lines) < 3:
-        return frozenset().union(*map(known, lines))
+        return union_by_line(lines, known)
     middle = between(tuple(lines[1:-1]))
     first, last = known(lines[0]), known(lines[-1])
     if first <= middle and last <= middle:
@@ -120,8 +120,8 @@ class Overlaps:
         if self._owns:
             return [similarity(own, near) for own in self._owns]
         index = self._index
-        # The features near the cursor that some record holds, found by a set operation that walks
-        # the smaller side in C: a window has thousands of features, the records a few hundred.
+        # The features near the cursor that some record holds, found by one set operation in C
+        # rather than a Python loop over each feature (a window has a few thousand).
         wanted = _mask(list(map(index.__getitem__, index.keys() & near)), len(index))
         return [(mask & wanted).bit_count() / size if size else 0.0
                 for mask, size in zip(self._masks, self._sizes, strict=True)]
