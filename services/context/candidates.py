@@ -45,13 +45,14 @@ def candidates(plan: Plan, items: Sequence[Item], window: Window | None, budget:
     key = (*ids, knocks, named, explain, budget.total, minimums)
 
     def make() -> tuple[Screened, dict[str, list[Item]], Tail | None]:
-        screened = screen(plan, items, window, memo, knocks)
+        screened = screen(plan, items, window, memo, knocks, explain)
         ordered, tail = (screened.items, None) if explain else split(plan, budget, screened.items, memo)
         return screened, order_items(plan, ordered, named, memo), tail
 
     screened, ordered, tail = memo.candidates(key, held, make, lambda: sum(len(i.text) for i in items))
     return Candidates(
-        screened=Screened(list(screened.items), list(screened.reports), list(screened.warnings)),
+        screened=Screened(list(screened.items), list(screened.reports), list(screened.warnings),
+                          set(screened.capped)),
         ordered={section: list(kept) for section, kept in ordered.items()},
         tail=Tail(tail.section, list(tail.items)) if tail is not None else None,
         named=named)

@@ -113,7 +113,7 @@ class State:
             reports=list(screened.reports),
             warnings=[*request.warnings, *screened.warnings],
         )
-        state.truncated |= {r.layer for r in screened.reports if r.reason == "candidate_limit"}
+        state.truncated |= screened.capped
         return state
 
     def section(self, section_id: str) -> SectionPlan:

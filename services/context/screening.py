@@ -27,8 +27,9 @@ _log = structlog.get_logger("context.screening")
 @dataclass
 class Screened:
     items: list[Item]
-    reports: list[ItemReport] = field(default_factory=list)
+    reports: list[ItemReport] = field(default_factory=list)  # only when asked to explain
     warnings: list[str] = field(default_factory=list)
+    capped: set[str] = field(default_factory=set)  # sections that lost candidates to their limit
 
 
 def dropped(item: Item, reason: str) -> ItemReport:
@@ -73,7 +74,7 @@ def window_knocks(plan: Plan, items: Sequence[Item], window: Window | None, memo
 
 
 def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo,
-           knocks: frozenset[int] | None = None) -> Screened:
+           knocks: frozenset[int] | None = None, explain: bool = True) -> Screened:
     """Keep valid, distinct items; cap each section at its ``candidates``.
 
     An item is skipped as ``invalid`` (no part of the plan holds it, a negative count, blank text,
@@ -81,12 +82,13 @@ def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo,
     against the window, of a text kept before (whitespace aside); against the window, of a span
     that overlaps it or a text it holds (``knocks``: :func:`window_knocks`, found here when not
     given). One pass, the checks inline: it runs over every candidate (some 370 in a novel's
-    assembly)."""
+    assembly). A report of each skipped item only when ``explain``: nothing else reads them."""
     if knocks is None:
         knocks = window_knocks(plan, items, window, memo)
     parts = plan.item_parts
     result = Screened(items=[])
-    keep, reports = result.items.append, result.reports
+    keep = result.items.append
+    reports = result.reports if explain else _Discard()
     # The ids and whitespace-free texts kept so far; a kept text is the memo's own string, whose
     # hash Python keeps.
     seen_ids: set[str] = set()
@@ -117,17 +119,30 @@ def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo,
         result.warnings.append(f"CONTEXT_LAYER_INVALID: {invalid} malformed item(s) skipped")
     for section in plan.sections:
         if section.candidates is not None:
-            _cap(result, section.id, section.candidates)
+            _cap(result, section.id, section.candidates, explain)
     return result
 
 
-def _cap(result: Screened, section: str, limit: int) -> None:
+class _Discard:
+    """Where the reports go when none is asked for."""
+
+    def append(self, report: ItemReport) -> None:
+        pass
+
+
+def _cap(result: Screened, section: str, limit: int, explain: bool) -> None:
     candidates = [i for i in result.items if i.layer == section]
     if len(candidates) <= limit:
         return  # the usual case: nothing to rank
-    ranked = sorted(candidates, key=lambda i: -i.key)
-    over = ranked[limit:]
+    # Highest key first, equal keys in their order: a stable sort in reverse keeps them so.
+    over = sorted(candidates, key=_key, reverse=True)[limit:]
     # Ids are unique after screening, so identity is equality here (and list.remove was quadratic).
     gone = {id(item) for item in over}
     result.items = [item for item in result.items if id(item) not in gone]
-    result.reports.extend(dropped(item, "candidate_limit") for item in over)
+    result.capped.add(section)
+    if explain:
+        result.reports.extend(dropped(item, "candidate_limit") for item in over)
+
+
+def _key(item: Item) -> float:
+    return item.key

@@ -7,6 +7,8 @@ import math
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from services.context.memo import BoundedMemo, NoMemo
@@ -112,6 +114,33 @@ def test_retrieved_candidates_are_capped_lowest_score_first() -> None:
     result = screen(items, None)
     assert len(result.items) == MAX_RETRIEVED + 1
     assert _fates(result.reports) == {f"p{n:03d}": ("dropped", "candidate_limit") for n in range(extra)}
+
+
+_PARTS = ("passages", "history", "preferences", "constraints")
+_ITEMS = st.lists(st.tuples(st.integers(0, 260), st.sampled_from(_PARTS),
+                            st.sampled_from(["雾", "灯塔", " ", "海风"]),
+                            st.sampled_from([0.0, 0.25, 0.5, -0.0, 1.0]),
+                            st.sampled_from([None, (0, 5), (50, 60)]), st.sampled_from([3, -1])),
+                  max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_ITEMS, st.integers(0, 2), st.sampled_from([0, MAX_RETRIEVED]))
+def test_screening_without_reports_keeps_and_caps_the_very_same_items(specs: list[tuple[
+        int, str, str, float, tuple[int, int] | None, int]], copies: int, filler: int) -> None:
+    """Asked for no reports (context:assemble), screening keeps the same items in the same order,
+    warns the same and marks the same sections as capped as when it reports every skipped item:
+    whatever the duplicates, knock-outs, malformed items and ties at the candidate limit."""
+    items = [item(f"i{n}", part, text * (1 + n % 5) + "。" * copies, key, span=span, tokens=tokens)
+             for n, part, text, key, span, tokens in specs]
+    items += [item(f"f{n}", "passages", f"段落{n}", (0.0, 0.5, 1.0)[n % 3]) for n in range(filler)]
+    win = window("灯塔灯塔。海风", start=0)
+    told = screen_plan(novel(), items, win, NoMemo())
+    quiet = screen_plan(novel(), items, win, NoMemo(), explain=False)
+    assert [id(i) for i in quiet.items] == [id(i) for i in told.items]
+    assert quiet.warnings == told.warnings
+    assert quiet.capped == told.capped == {r.layer for r in told.reports if r.reason == "candidate_limit"}
+    assert quiet.reports == []
 
 
 def test_dropped_report_carries_the_item_and_reason() -> None:
