@@ -709,6 +709,8 @@ async def run_benchmark(args: argparse.Namespace,
                         progress: Callable[[str], None] = lambda _: None) -> Report:
     machine = benchlib.machine_facts()
     machine["memory_kib"] = mem_total_kib()
+    progress("timing the speed reference")
+    machine["speed_before"] = benchlib.speed_reference()
     report = Report(machine=machine, command=benchlib.command_line(), config=vars(args).copy())
     report.config.pop("save", None)
     report.config.pop("plot", None)
@@ -783,6 +785,7 @@ async def run_benchmark(args: argparse.Namespace,
                 for client in clients:
                     await client.close()
             report.machine["loadavg_after"] = list(os.getloadavg())
+        report.machine["speed_after"] = benchlib.speed_reference()
         report.server_exit = server.process.returncode
     return report
 
@@ -930,6 +933,7 @@ def render(report: Report) -> str:
     out = [
         *benchlib.machine_lines(m, memory),
         f"         load average before {m['loadavg'][0]:.2f}, after {after:.2f}",
+        benchlib.speed_line(m.get("speed_before"), m.get("speed_after")),
         f"Command: {report.command}",
         f"Data:    {data['projects']} projects ({languages}), {data['documents']} documents of "
         f"{tokens['min']:,} to {tokens['max']:,} tokens (median {tokens['median']:,}); per project "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib.metadata
 import json
 import logging
@@ -96,6 +97,58 @@ def machine_facts(libraries: Sequence[str] = RPC_LIBRARIES) -> dict[str, Any]:
         "libraries": {d: _version(d) for d in libraries},
         "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
+
+
+def speed_reference(repeats: int = 15) -> dict[str, float]:
+    """How fast this machine runs now, in milliseconds: a fixed interpreter workload (objects, a
+    sort, dict lookups: the engine's kind of work) and a fixed memory-bound one (a float32
+    matrix-vector product over 117 MiB, more than the caches hold: the dense search's kind), each
+    the median and the best of ``repeats`` runs.
+
+    A virtual machine whose cores the host shares runs the same code at different speeds from one
+    second to the next, with no steal time to show for it (on the machine of docs/performance.md,
+    the interpreter workload took 9 to 37 ms within a minute): runs compared without this figure
+    may compare the neighbours' load rather than the code."""
+    import numpy as np
+
+    matrix = np.ones((80_000, 384), np.float32)
+    vector = np.ones(384, np.float32)
+
+    def interpreter() -> int:
+        rows = [(n % 97, -n * 0.5, f"item:{n}") for n in range(20_000)]
+        rows.sort()
+        index = {row[2]: row for row in rows}
+        return sum(index[f"item:{n}"][0] for n in range(0, 20_000, 3))
+
+    def timed(work: Callable[[], object]) -> tuple[float, float]:
+        samples = []
+        for _ in range(repeats):
+            gc.collect()
+            gc.disable()  # a collection's cost depends on the heap, not on the machine
+            try:
+                start = time.perf_counter()
+                work()
+                samples.append((time.perf_counter() - start) * 1000)
+            finally:
+                gc.enable()
+        samples.sort()
+        return round(samples[len(samples) // 2], 3), round(samples[0], 3)
+
+    interpreter_ms, interpreter_best = timed(interpreter)
+    memory_ms, memory_best = timed(lambda: matrix @ vector)
+    return {"interpreter_ms": interpreter_ms, "interpreter_best_ms": interpreter_best,
+            "memory_ms": memory_ms, "memory_best_ms": memory_best}
+
+
+def speed_line(before: dict[str, float] | None, after: dict[str, float] | None) -> str:
+    """The report's line of :func:`speed_reference` figures, taken before and after the run."""
+    def one(speed: dict[str, float] | None) -> str:
+        if not speed:
+            return "-"
+        return (f"interpreter {speed['interpreter_ms']:.1f} (best {speed['interpreter_best_ms']:.1f}), "
+                f"memory {speed['memory_ms']:.2f} (best {speed['memory_best_ms']:.2f})")
+
+    return f"Speed:   reference ms (median, best; lower is faster) before: {one(before)}; after: {one(after)}"
 
 
 def command_line() -> str:
