@@ -87,8 +87,7 @@ def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo,
         knocks = window_knocks(plan, items, window, memo)
     parts = plan.item_parts
     result = Screened(items=[])
-    keep = result.items.append
-    reports = result.reports if explain else _Discard()
+    keep, reports = result.items.append, result.reports
     # The ids and whitespace-free texts kept so far; a kept text is the memo's own string, whose
     # hash Python keeps.
     seen_ids: set[str] = set()
@@ -100,17 +99,20 @@ def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo,
         text = item.text
         if part is None or item.tokens < 0 or not text or text.isspace() or item.key != item.key:
             invalid += 1  # a NaN key (unequal to itself) would make ordering meaningless
-            reports.append(dropped(item, "invalid"))
+            if explain:
+                reports.append(dropped(item, "invalid"))
             continue
         item_id = item.id
         if item_id in seen_ids:
-            reports.append(dropped(item, "duplicate"))
+            if explain:
+                reports.append(dropped(item, "duplicate"))
             continue
         dedupe = part.dedupe
         if dedupe != "id":
             text = text_of(text)
             if text in seen_texts or (dedupe == "window" and n in knocks):
-                reports.append(dropped(item, "duplicate"))
+                if explain:
+                    reports.append(dropped(item, "duplicate"))
                 continue
             seen_texts.add(text)
         seen_ids.add(item_id)
@@ -121,13 +123,6 @@ def screen(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo,
         if section.candidates is not None:
             _cap(result, section.id, section.candidates, explain)
     return result
-
-
-class _Discard:
-    """Where the reports go when none is asked for."""
-
-    def append(self, report: ItemReport) -> None:
-        pass
 
 
 def _cap(result: Screened, section: str, limit: int, explain: bool) -> None:
