@@ -1,6 +1,6 @@
 """What the benchmark and evaluation scripts share.
 
-Machine facts and the command line of a run; nearest-rank statistics; who
+Machine facts, a speed reference and the command line of a run; nearest-rank statistics; who
 used the CPU while a phase ran (this process, the server child, every other
 process); logging settings that are restored afterwards; a real server child;
 cProfile grouping; deterministic prose for generated projects; and the plain
