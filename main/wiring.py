@@ -27,7 +27,7 @@ from main.app import Basics, register_basics
 from main.config import Config
 from main.stores import Services
 from services.assembly.profiles import BudgetProfiles
-from services.assembly.service import Collaborators, ContextService
+from services.assembly.service import ASSEMBLY_CONCURRENCY, Collaborators, ContextService
 from services.characters.conversations import ConversationStore
 from services.characters.memories import MemoryIndex, TypedMemoryStore
 from services.characters.service import CharacterChat
@@ -36,6 +36,7 @@ from services.chat.service import ChatService, ChatSettings
 from services.chat.sessions import SessionLimits as ChatLimits
 from services.chat.sessions import SessionStore
 from services.chat.workspace import ProjectWorkspace
+from services.concurrency.gate import Gate
 from services.context.counting import CountCache
 from services.knowledge import ConstraintService, KgService
 from services.memory import EpisodicMemoryService, SemanticMemoryService
@@ -48,6 +49,7 @@ from services.reading.service import ReadingService, edition_cache
 from services.reading.store import SummaryStore
 from services.retrieval.deferred import DeferredRetrieval
 from services.retrieval.provider import RetrievalProvider
+from services.retrieval.readahead import ReadAhead
 from services.segments import SegmentService
 from services.segments.assembler import GameMaster
 from services.segments.provider import SegmentsProvider
@@ -95,6 +97,10 @@ def register_services(registry: Registry, config: Config, services: Services, ba
     register_profiles(registry, assembly_profiles)
     constraint_list = shared(constraints.list)
     caches = services.caches
+    # The assemblies' turns: retrieval reads ahead only while none holds or waits for one.
+    gate = Gate(ASSEMBLY_CONCURRENCY)
+    read_ahead = ReadAhead(gate.quiet)
+    services.stoppers.append(read_ahead.aclose)
     context = ContextService(Collaborators(
         settings=projects.get_settings,
         read_document=documents.read,
@@ -107,13 +113,13 @@ def register_services(registry: Registry, config: Config, services: Services, ba
             EpisodicMemoryProvider(partial(episodic.list, limit=EPISODES_CONSIDERED),
                                    texts=caches.episode_texts, kept=caches.gathered),
             RetrievalProvider(retrieval, services.tokenizer.info.encoding, items=caches.retrieval_items,
-                              queries=caches.dense_queries),
+                              queries=caches.dense_queries, read_ahead=read_ahead),
             SegmentsProvider(segments.active),
         ),
         tokenizers=tokenizers,
         plans=assembly_profiles,
     ), memos=services.memos, line_features=caches.line_features, window_features=caches.window_features,
-        kept=caches.gathered)
+        kept=caches.gathered, gate=gate)
     register_context(registry, context, profiles)
     register_game_master(registry, GameMaster(context))
     chat = ChatService(

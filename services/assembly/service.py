@@ -150,11 +150,12 @@ class ContextService:
                  faults: Faults | None = None, prefixes: PrefixMemory | None = None,
                  limiter: KeyedLimiter | None = None, concurrency: int = ASSEMBLY_CONCURRENCY,
                  memos: ProjectMemos | None = None, line_features: LineFeatures | None = None,
-                 window_features: WindowFeatures | None = None, kept: Gathered | None = None) -> None:
+                 window_features: WindowFeatures | None = None, kept: Gathered | None = None,
+                 gate: Gate | None = None) -> None:
         self._c = collaborators
         self._deadline = deadline
-        self.concurrency = concurrency
-        self.gate = Gate(concurrency)
+        self.gate = gate or Gate(concurrency)
+        self.concurrency = self.gate.width
         # A document's queue is judged by how long the work already at the gate will take.
         self.limiter = limiter or KeyedLimiter(pace=self.gate.expected)
         self.faults = faults or Faults()

@@ -3,7 +3,8 @@
 The gate also knows how long its work takes lately (a running average of the
 time from getting a turn to giving it back) and so how long a request
 arriving now would take to be done: its turn comes after the work waiting
-ahead of it, ``width`` at a time.
+ahead of it, ``width`` at a time. And it tells when it is quiet (no work
+holding or waiting for a turn), for work that may only use time nobody asked for.
 """
 
 from __future__ import annotations
@@ -26,11 +27,25 @@ class Gate:
         self._semaphore = asyncio.Semaphore(width)
         self.waiting = 0
         self.working = 0
+        self._quiet = asyncio.Event()
+        self._quiet.set()
 
     def expected(self) -> float:
         """Seconds until a request arriving now would be done: the turns waiting ahead of it,
         ``width`` at a time, then its own."""
         return (self.waiting / self.width + 1) * self.recent
+
+    async def quiet(self) -> None:
+        """Return once no work holds a turn or waits for one (at once if none does)."""
+        while self.working or self.waiting:
+            await self._quiet.wait()
+
+    def _settle(self) -> None:
+        # Set exactly when quiet.
+        if self.working or self.waiting:
+            self._quiet.clear()
+        else:
+            self._quiet.set()
 
     @asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
@@ -40,10 +55,14 @@ class Gate:
         average: a request refused in a millisecond says nothing about how long work takes.
         """
         self.waiting += 1
+        self._settle()
         try:
             await self._semaphore.acquire()
-        finally:
+        except BaseException:  # cancelled while waiting: it may have been the last
             self.waiting -= 1
+            self._settle()
+            raise
+        self.waiting -= 1
         self.working += 1
         started = self._clock()
         finished = False
@@ -53,5 +72,6 @@ class Gate:
         finally:
             self.working -= 1
             self._semaphore.release()
+            self._settle()
             if finished:
                 self.recent += _SMOOTHING * (self._clock() - started - self.recent)

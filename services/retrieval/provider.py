@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
+
+import structlog
 
 from services.caches import DenseQueries, RetrievalItems, dense_query_cache, retrieval_items_cache
 from services.context.models import Item
 from services.context.screening import MAX_RETRIEVED
 from services.retrieval.query import CONTEXT_CHARS, DenseQuery, settled
+from services.retrieval.readahead import ReadAhead, next_queries
 from services.retrieval.search import Exclusion, Hit
 from services.sources.base import GatherContext
 
@@ -18,6 +22,8 @@ class Searcher(Protocol):
     async def search(self, project_id: str, query: str, *, limit: int = ..., exclude: Exclusion | None = ...,
                      dense_query: str | DenseQuery | None = ...) -> list[Hit]: ...
 
+
+_log = structlog.get_logger("retrieval.provider")
 
 DENSE_INSTRUCTION = 300  # characters of additionalInput the encoder sees
 QUERY_BEFORE = 800  # characters before the cursor BM25 sees
@@ -40,6 +46,8 @@ class RetrievalProvider:
     sources: tuple[str, ...] = ("retrieval.passages",)
     items: RetrievalItems = field(default_factory=retrieval_items_cache, repr=False)
     queries: DenseQueries = field(default_factory=dense_query_cache, repr=False)
+    # Searches the next sentence end will ask for, made while no assembly waits (None: none).
+    read_ahead: ReadAhead | None = field(default=None, repr=False)
 
     async def ready(self, project_id: str) -> None:
         """Wait until the searcher can search the project: the server's retrieval loads Chroma and
@@ -57,17 +65,59 @@ class RetrievalProvider:
         where = ctx.place("retrieval.passages")
         if where is None:
             return []
-        exclude = Exclusion(ctx.document_id, ctx.window.cursor) if ctx.skill.exclude_after else None
+        window = ctx.window
+        hits = await self._search(ctx, window.before, window.cursor)
+        if self.read_ahead is not None and window.document is not None:
+            self._schedule(self.read_ahead, ctx, where, window.document)
+        return self._items(ctx, where, hits)
+
+    def _schedule(self, read_ahead: ReadAhead, ctx: GatherContext, where: tuple[str, str],
+                  document: str) -> None:
+        """Read ahead the queries of the next sentence end, unless they are being or were read ahead:
+        they are known by where they end in the very same document text (the window's start aside:
+        a query reads less than a window holds)."""
+        window = ctx.window
+        ahead = next_queries(document, window.start, window.cursor)
+        if not ahead:
+            return
+        key = (ctx.project_id, ctx.document_id, id(document), tuple(ahead), where, ctx.skill.exclude_after,
+               ctx.additional_input, ctx.counter)
+        read_ahead.schedule(key, partial(self._read_ahead, read_ahead, ctx, where, document, ahead))
+
+    async def _search(self, ctx: GatherContext, before: str, cursor: int) -> list[Hit]:
+        """The search for a window whose text before the cursor (at ``cursor``) is ``before``."""
+        exclude = Exclusion(ctx.document_id, cursor) if ctx.skill.exclude_after else None
         # The query is the whole sentences before the cursor: the sentence being typed is left out, so
         # neighbouring keystrokes ask the same query and share its result (Retrieval.search keeps it per
         # index snapshot), and the Retrieved layer stays the same while the writer types a sentence.
-        before = settled(ctx.window.before)
+        before = settled(before)
         # The dense query is the sentences nearest the cursor, whose vectors the index already holds,
         # and the start of the instruction; BM25 gets the whole query.
         dense = self._dense_query(ctx, before)
         query = before[-QUERY_BEFORE:] + "\n" + ctx.additional_input
-        hits = await self.searcher.search(ctx.project_id, query, limit=MAX_RETRIEVED, exclude=exclude,
+        return await self.searcher.search(ctx.project_id, query, limit=MAX_RETRIEVED, exclude=exclude,
                                           dense_query=dense)
+
+    async def _read_ahead(self, read_ahead: ReadAhead, ctx: GatherContext, where: tuple[str, str],
+                          document: str, ahead: list[int]) -> bool:
+        """The searches (and their items) of the keystrokes at ``ahead``, as they will ask them: their
+        windows' text before the cursor is taken from where this window starts, which is theirs too
+        whenever the query reads less than the window holds (QUERY_BEFORE and CONTEXT_CHARS
+        characters: a window holds thousands). False when it gave up, waiting for quiet."""
+        start = ctx.window.start
+        found = 0
+        for cursor in ahead:
+            hits = await self._search(ctx, document[start:cursor], cursor)
+            if not await read_ahead.pause():
+                return False
+            found += len(self._items(ctx, where, hits))
+            if not await read_ahead.pause():
+                return False
+        _log.info("retrieval.read_ahead", project_id=ctx.project_id, document_id=ctx.document_id,
+                  cursor=ctx.window.cursor, queries=len(ahead), hits=found)
+        return True
+
+    def _items(self, ctx: GatherContext, where: tuple[str, str], hits: list[Hit]) -> list[Item]:
         same = ctx.counter.info.exact and ctx.counter.info.encoding == self.index_encoding
         if not hits or not same:
             return [self._item(hit, ctx, same, where) for hit in hits]

@@ -83,13 +83,19 @@ def settled(before: str) -> str:
     """``before`` without the sentence being typed: up to the end of its last whole sentence, so
     every cursor inside one sentence asks the same query (whose sentences are all in the index).
     All of ``before`` when no sentence ends in it."""
+    end = last_sentence_end(before)
+    return before if end is None else before[:end]
+
+
+def last_sentence_end(before: str) -> int | None:
+    """Where the last whole sentence of ``before`` ends (None when no sentence ends in it)."""
     for tier in (*_TIERS, len(before)):
         end = _last_end(before, max(0, len(before) - tier))
         if end is not None:
-            return before[:end]
+            return end
         if tier >= len(before):
             break
-    return before
+    return None
 
 
 def _last_end(text: str, start: int) -> int | None:

@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.client import RpcClient
 from tests.support.process import serving
-from tests.support.scenarios import Project, zh_chapter
+from tests.support.scenarios import Project, log_events, zh_chapter
 
 DOCUMENTS = {f"卷一/第{n:02d}章.md": zh_chapter(f"第{n}章", 30, start=n * 30) for n in range(1, 9)}
 INSTRUCTION = "写林远想起那把铜钥匙"
@@ -136,3 +136,41 @@ async def test_a_write_during_a_burst_is_in_every_assembly_sent_after_its_answer
         finally:
             for client in clients:
                 await client.close()
+
+
+async def test_typing_through_sentence_ends_reads_ahead_and_changes_no_prompt(tmp_path: Path) -> None:
+    """A writer moving the cursor one character at a time through two sentence ends: the server
+    reads ahead the searches of the keystrokes that pass them (logged with counts, no text), and
+    every keystroke's prompt, stablePrefixHash, tokenCount and prefix hashes equal those of the same
+    keystrokes sent in reverse order to a second server seeded alike, where nothing foresees them."""
+    document_id = list(DOCUMENTS)[2]
+    text = DOCUMENTS[document_id]
+    first_end = text.index("。", len(text) // 2) + 1
+    cursors = list(range(first_end - 6, text.index("。", first_end) + 3))
+    with serving(tmp_path / "typing-data") as first:
+        clients, project = await seed(first.url, first.token, tmp_path / "novel")
+        try:
+            typed = []
+            for cursor in cursors:
+                params = project.params(document_id, cursor, "continue", INSTRUCTION)
+                typed.append(await clients[0].call("context:assemble", params))
+                await asyncio.sleep(0.005)
+        finally:
+            for client in clients:
+                await client.close()
+        read = log_events(first.stderr_text(), "retrieval.read_ahead")
+    with serving(tmp_path / "reverse-data") as second:
+        clients, project = await seed(second.url, second.token, tmp_path / "novel-2")
+        try:
+            backwards = [await clients[0].call("context:assemble",
+                                               project.params(document_id, cursor, "continue", INSTRUCTION))
+                         for cursor in reversed(cursors)]
+        finally:
+            for client in clients:
+                await client.close()
+    assert {e["cursor"] for e in read if e["document_id"] == document_id} >= {first_end - 6}
+    assert all(e["queries"] >= 1 and e["hits"] > 0 for e in read)
+    assert "林远" not in repr(read)
+    assert any(r["layers"]["retrieved"]["chunks"] for r in typed)
+    for cursor, forward, backward in zip(cursors, typed, reversed(backwards), strict=True):
+        assert fields(forward) == fields(backward), cursor

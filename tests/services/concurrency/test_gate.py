@@ -111,3 +111,48 @@ async def test_a_cancelled_waiter_takes_no_turn() -> None:
     assert isinstance(results[1], asyncio.CancelledError)
     assert log == ["first", "last"]
     assert (gate.working, gate.waiting) == (0, 0)
+
+
+async def test_quiet_returns_once_no_work_holds_or_waits_for_a_turn() -> None:
+    """quiet() returns at once on an idle gate; while work holds a turn and more waits, it waits,
+    and returns only after the last turn is given back."""
+    gate = Gate(1)
+    await asyncio.wait_for(gate.quiet(), 1)
+    releases = [asyncio.Event(), asyncio.Event()]
+    log: list[str] = []
+    tasks = [asyncio.create_task(_work(gate, str(n), releases[n], log)) for n in range(2)]
+    await _settle()
+    quiet = asyncio.create_task(gate.quiet())
+    await _settle()
+    releases[0].set()
+    await _settle()
+    assert (log, quiet.done()) == (["0", "1"], False)
+    releases[1].set()
+    await asyncio.wait_for(quiet, 1)
+    await asyncio.gather(*tasks)
+    assert (gate.working, gate.waiting) == (0, 0)
+
+
+async def test_a_cancelled_last_waiter_leaves_the_gate_quiet() -> None:
+    """A request that gives up while waiting for its turn (its client went away) as the work ahead
+    of it ends leaves nobody holding or waiting: quiet() returns, and the turn is free."""
+    gate = Gate(1)
+    release = asyncio.Event()
+    log: list[str] = []
+    holder = asyncio.create_task(_work(gate, "holder", release, log))
+    await _settle()
+    waiter = asyncio.create_task(_work(gate, "waiter", asyncio.Event(), log))
+    await _settle()
+    quiet = asyncio.create_task(gate.quiet())
+    release.set()
+    for _ in range(10):  # until the holder gave its turn to the waiter, which has not run yet
+        if not gate.working:
+            break
+        await asyncio.sleep(0)
+    assert (gate.working, gate.waiting, quiet.done()) == (0, 1, False)
+    waiter.cancel()
+    await asyncio.wait_for(quiet, 1)
+    assert (gate.working, gate.waiting, log) == (0, 0, ["holder"])
+    await holder
+    async with gate.turn():
+        assert gate.working == 1

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
+
+import pytest
 
 from services.context.counting import CountCache
 from services.context.models import Layer
@@ -10,6 +13,7 @@ from services.context.screening import MAX_RETRIEVED
 from services.context.skills import get_skill
 from services.retrieval.provider import RetrievalProvider
 from services.retrieval.query import DenseQuery
+from services.retrieval.readahead import ReadAhead
 from services.retrieval.search import Exclusion, Hit
 from services.sources.base import GatherContext
 from services.sources.window import cut_window
@@ -138,3 +142,41 @@ async def test_keystrokes_inside_a_sentence_share_the_dense_query_made_for_the_f
     assert other is not first
     assert isinstance(other, DenseQuery)
     assert other.instruction == "写雾"
+
+
+async def _always_quiet() -> None:
+    """No assembly holds or waits for a turn."""
+
+
+def _wide(cursor: int, skill: str = "continue") -> GatherContext:
+    """A window of 2,000 tokens: the query reads less than its text before the cursor."""
+    window = cut_window(DOCUMENT, cursor, get_skill(skill), 2000, COUNTER)
+    return GatherContext("p1", "卷一/第05章.md", "zh", get_skill(skill), window, "写他想起钥匙", COUNTER)
+
+
+@pytest.mark.parametrize("skill", ["continue", "polish"])
+async def test_reads_ahead_the_search_the_next_sentence_end_asks(skill: str) -> None:
+    """Once quiet, a keystroke inside a sentence is followed by the search the keystroke past its end
+    will ask: the same query, limit, exclusion and dense query as that keystroke's gather; the
+    keystrokes between ask nothing new, and that keystroke finds the items made for it."""
+    read_ahead = ReadAhead(_always_quiet)
+    searcher = Searcher([_hit("卷一/第02章.md", 10, tokens=12)])
+    provider = RetrievalProvider(searcher, COUNTER.info.encoding, read_ahead=read_ahead)
+    end = DOCUMENT.index("。", 900) + 1
+    cursor = DOCUMENT.rindex("。", 0, end - 1) + 3  # inside the sentence that ends at ``end``
+    await provider.gather(_wide(cursor, skill))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert len(searcher.calls) == 2
+    alone = Searcher(searcher.hits)
+    await RetrievalProvider(alone, COUNTER.info.encoding).gather(_wide(end, skill))
+    assert (searcher.calls[1], searcher.dense[1]) == (alone.calls[0], alone.dense[0])
+    assert searcher.calls[0] != searcher.calls[1]
+    for between in range(cursor + 1, end):
+        await provider.gather(_wide(between, skill))
+    made = provider.items.get("p1", ("卷一/第05章.md", ("retrieved", "passages"), 1, id(searcher.hits[0]),
+                                     id(searcher.hits[0])))
+    assert made is not None
+    past = await provider.gather(_wide(end, skill))
+    assert past[0] is made[2][0]
+    await read_ahead.aclose()
