@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,10 +115,10 @@ class DeferredRetrieval:
         await (await self.ready()).wait_idle(project_id, timeout)
 
     async def search(self, project_id: str, query: str, *, limit: int = 200, mode: Mode = "hybrid",
-                     exclude: Exclusion | None = None,
-                     dense_query: str | DenseQuery | None = None) -> list[Hit]:
+                     exclude: Exclusion | None = None, dense_query: str | DenseQuery | None = None,
+                     pause: Callable[[], Awaitable[bool]] | None = None) -> list[Hit]:
         return await (await self.ready()).search(project_id, query, limit=limit, mode=mode,
-                                                 exclude=exclude, dense_query=dense_query)
+                                                 exclude=exclude, dense_query=dense_query, pause=pause)
 
     def _then(self, call: Callable[[Retrieval], None]) -> None:
         """``call`` now if the service has loaded, else in the background once it has."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
@@ -20,7 +20,8 @@ from services.sources.base import GatherContext
 
 class Searcher(Protocol):
     async def search(self, project_id: str, query: str, *, limit: int = ..., exclude: Exclusion | None = ...,
-                     dense_query: str | DenseQuery | None = ...) -> list[Hit]: ...
+                     dense_query: str | DenseQuery | None = ...,
+                     pause: Callable[[], Awaitable[bool]] | None = ...) -> list[Hit]: ...
 
 
 _log = structlog.get_logger("retrieval.provider")
@@ -84,8 +85,10 @@ class RetrievalProvider:
                ctx.additional_input, ctx.counter)
         read_ahead.schedule(key, partial(self._read_ahead, read_ahead, ctx, where, document, ahead))
 
-    async def _search(self, ctx: GatherContext, before: str, cursor: int) -> list[Hit]:
-        """The search for a window whose text before the cursor (at ``cursor``) is ``before``."""
+    async def _search(self, ctx: GatherContext, before: str, cursor: int,
+                      pause: Callable[[], Awaitable[bool]] | None = None) -> list[Hit]:
+        """The search for a window whose text before the cursor (at ``cursor``) is ``before`` (read
+        ahead with ``pause``: see Retrieval.search)."""
         exclude = Exclusion(ctx.document_id, cursor) if ctx.skill.exclude_after else None
         # The query is the whole sentences before the cursor: the sentence being typed is left out, so
         # neighbouring keystrokes ask the same query and share its result (Retrieval.search keeps it per
@@ -96,7 +99,7 @@ class RetrievalProvider:
         dense = self._dense_query(ctx, before)
         query = before[-QUERY_BEFORE:] + "\n" + ctx.additional_input
         return await self.searcher.search(ctx.project_id, query, limit=MAX_RETRIEVED, exclude=exclude,
-                                          dense_query=dense)
+                                          dense_query=dense, pause=pause)
 
     async def _read_ahead(self, read_ahead: ReadAhead, ctx: GatherContext, where: tuple[str, str],
                           document: str, ahead: list[int]) -> bool:
@@ -107,8 +110,9 @@ class RetrievalProvider:
         start = ctx.window.start
         found = 0
         for cursor in ahead:
-            hits = await self._search(ctx, document[start:cursor], cursor)
-            if not await read_ahead.pause():
+            # Its steps wait for quiet too: a keystroke that comes meanwhile waits for one step at most.
+            hits = await self._search(ctx, document[start:cursor], cursor, read_ahead.pause)
+            if not hits or not await read_ahead.pause():
                 return False
             found += len(self._items(ctx, where, hits))
             if not await read_ahead.pause():

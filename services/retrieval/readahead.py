@@ -62,6 +62,42 @@ def next_queries(text: str, start: int, cursor: int, *, reach: int = READ_AHEAD_
     return found
 
 
+class Steps:
+    """When a search's steps that hold the event loop may run: at once for a search somebody waits
+    for; for one read ahead (``pause`` given), once ``pause`` says so, or at once from the moment a
+    caller that waits joins it (``want``). ``pause`` answering False gives the search up."""
+
+    def __init__(self, pause: Callable[[], Awaitable[bool]] | None = None) -> None:
+        self._pause = pause
+        self._wanted = asyncio.Event()
+        if pause is None:
+            self._wanted.set()
+
+    @property
+    def wanted(self) -> bool:
+        """Whether a caller waits for the result."""
+        return self._wanted.is_set()
+
+    def want(self) -> None:
+        """A caller waits for the result: no more pauses."""
+        self._wanted.set()
+
+    async def go_on(self) -> bool:
+        """Wait until the next step may run; False when it is given up."""
+        if self._pause is None or self._wanted.is_set():
+            return True
+        pause = asyncio.ensure_future(self._pause())
+        wanted = asyncio.ensure_future(self._wanted.wait())
+        try:
+            await asyncio.wait((pause, wanted), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            pause.cancel()
+            wanted.cancel()
+        if self._wanted.is_set():
+            return True
+        return pause.done() and not pause.cancelled() and pause.exception() is None and bool(pause.result())
+
+
 class ReadAhead:
     """One piece of speculative work at a time, run once ``quiet`` returns (no assembly holds or
     waits for a turn). A piece is known by its key: scheduled again while it waits, runs or after
@@ -116,4 +152,4 @@ class ReadAhead:
                 await task
 
 
-__all__ = ["MOST_AHEAD", "READ_AHEAD_CHARS", "ReadAhead", "next_queries"]
+__all__ = ["MOST_AHEAD", "READ_AHEAD_CHARS", "ReadAhead", "Steps", "next_queries"]

@@ -29,6 +29,7 @@ from services.retrieval.embeddings import Embedder, embed_queries
 from services.retrieval.indexer import Indexer, IndexStopped, SyncReport
 from services.retrieval.lexical import LexicalRanking, Terms, needs_segmenter
 from services.retrieval.query import DenseQuery, combine
+from services.retrieval.readahead import Steps
 from services.retrieval.search import (
     Exclusion,
     Hit,
@@ -141,6 +142,7 @@ class Retrieval:
         # Terms of the runs of words in lexical queries, per project (jieba's segmentation is the cost).
         self._query_terms = query_terms if query_terms is not None else query_terms_cache()
         self._running: dict[tuple[str, Hashable], asyncio.Future[tuple[Hit, ...]]] = {}
+        self._steps: dict[tuple[str, Hashable], Steps] = {}  # when each running search's steps may run
         self._products = 0  # held searches' matrix products on worker threads now (event loop only)
         # Projects' indexes in memory are let go after ``idle_after`` seconds without a request that
         # needs them, and beyond ``max_open`` (least recently used first). ``on_freed`` (blocking, run
@@ -409,13 +411,17 @@ class Retrieval:
     # -- searching
 
     async def search(self, project_id: str, query: str, *, limit: int = 200, mode: Mode = "hybrid",
-                     exclude: Exclusion | None = None,
-                     dense_query: str | DenseQuery | None = None) -> list[Hit]:
+                     exclude: Exclusion | None = None, dense_query: str | DenseQuery | None = None,
+                     pause: Callable[[], Awaitable[bool]] | None = None) -> list[Hit]:
         """The project's chunks most relevant to ``query``, best first, scores normalized to 0..1.
 
         ``dense_query`` (default: ``query``) is what the encoder sees: a text, embedded as a query
         and cut to :data:`DENSE_QUERY_CHARS`, or a :class:`DenseQuery` of the writer's sentences
         (their vectors mostly read from the index) and an instruction. BM25 uses ``query``.
+
+        ``pause`` is for a search nobody waits for yet (reading ahead): it is awaited before each
+        step that holds the event loop, and False gives the search up (an empty result, not kept).
+        A caller without one that joins the search has it go on without pauses.
         """
         project = await self._project(project_id)
         snapshot = project.snapshot
@@ -431,23 +437,31 @@ class Retrieval:
         kept = self._results.get(project_id, key)
         if kept is not None:
             return list(kept)
-        running = self._running.get((project_id, key))
+        running_key = (project_id, key)
+        running = self._running.get(running_key)
         if running is None:
-            running = asyncio.ensure_future(self._run_search(project, snapshot, key))
-            self._running[(project_id, key)] = running
-            running.add_done_callback(partial(self._search_done, (project_id, key)))
+            steps = self._steps[running_key] = Steps(pause)
+            running = asyncio.ensure_future(self._run_search(project, snapshot, key, steps))
+            self._running[running_key] = running
+            running.add_done_callback(partial(self._search_done, running_key))
+        elif pause is None:
+            self._steps[running_key].want()
         # A caller that gives up (its deadline) leaves the search running for the others waiting on it.
         return list(await asyncio.shield(running))
 
     def _search_done(self, running_key: tuple[str, Hashable],
                      future: asyncio.Future[tuple[Hit, ...]]) -> None:
         self._running.pop(running_key, None)
+        self._steps.pop(running_key, None)
         if not future.cancelled():
             future.exception()  # seen here: every waiter gets it, none may be left
 
-    async def _run_search(self, project: _Project, snapshot: Snapshot, key: _SearchKey) -> tuple[Hit, ...]:
+    async def _run_search(self, project: _Project, snapshot: Snapshot, key: _SearchKey,
+                          steps: Steps) -> tuple[Hit, ...]:
         _, query, dense, limit, mode, exclude = key
         try:
+            if not await steps.go_on():
+                return ()  # read ahead, and given up: not kept
             # A search held in memory is mostly GIL-holding Python, run here: a worker thread would not
             # run it beside other work, only contend with the loop for the GIL (a fifth more CPU per
             # assembly at 500 at once, docs/performance.md). Its matrix product releases the GIL and
@@ -456,8 +470,11 @@ class Retrieval:
             if self._in_memory(project.project_id, snapshot, dense, mode) and (
                     self._terms.ready or mode == "dense" or not needs_segmenter(query)):
                 await asyncio.sleep(0)  # frames that came meanwhile are read before the loop is held
-                hits = tuple(await self._search_held(project.project_id, snapshot, query, dense, limit,
-                                                     mode, exclude))
+                held = await self._search_held(project.project_id, snapshot, query, dense, limit, mode,
+                                               exclude, steps)
+                if held is None:
+                    return ()  # read ahead, and given up: not kept
+                hits = tuple(held)
             else:
                 hits = tuple(await asyncio.to_thread(self._search, project.project_id, snapshot, query,
                                                      dense, limit, mode, exclude))
@@ -473,7 +490,7 @@ class Retrieval:
 
     async def _search_held(self, project_id: str, snapshot: Snapshot, query: str,
                            dense_query: str | DenseQuery, limit: int, mode: Mode,
-                           exclude: Exclusion | None) -> list[Hit]:
+                           exclude: Exclusion | None, steps: Steps) -> list[Hit] | None:
         """:meth:`_search` of a search held in memory, its exact dense product (a matrix-vector
         product over every sentence row, memory-bound and GIL-free) on a worker thread while BM25
         ranks here: under load the product runs on the core the event loop does not hold."""
@@ -488,7 +505,8 @@ class Retrieval:
         product = asyncio.get_running_loop().run_in_executor(None, partial(
             _started, started, matrix.top, vector, _sentences_wanted(mode, limit),
             hub_penalty(self._indexer.state.embedding)))
-        lone = not self._products and len(self._running) <= 1  # no other search running nor waiting
+        # No other search running nor waiting, and a caller waiting for this one.
+        lone = not self._products and len(self._running) <= 1 and steps.wanted
         self._products += 1
         try:
             if lone:
@@ -504,6 +522,8 @@ class Retrieval:
                 await asyncio.wait([product])
             finally:
                 self._products -= 1
+        if not await steps.go_on():
+            return None
         dense = snapshot.dense_rows(matrix, *product.result())
         return fuse(snapshot, dense, lexical, mode=mode, limit=limit, exclude=exclude,
                     dense_weight=dense_weight(self._indexer.state.embedding))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -31,7 +32,8 @@ class Searcher:
     dense: list[str | DenseQuery | None] = field(default_factory=list)
 
     async def search(self, project_id: str, query: str, *, limit: int = 200, exclude: Exclusion | None = None,
-                     dense_query: str | DenseQuery | None = None) -> list[Hit]:
+                     dense_query: str | DenseQuery | None = None,
+                     pause: Callable[[], Awaitable[bool]] | None = None) -> list[Hit]:
         self.calls.append((project_id, query, limit, exclude))
         self.dense.append(dense_query)
         return self.hits

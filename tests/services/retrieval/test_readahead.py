@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from services.retrieval.query import last_sentence_end, settled
-from services.retrieval.readahead import MOST_AHEAD, ReadAhead, next_queries
+from services.retrieval.readahead import MOST_AHEAD, ReadAhead, Steps, next_queries
 
 # Sentence ends of both languages, closers, line breaks and the characters around them.
 TEXT = st.text(alphabet="林远灯塔走了ab 3.!?。！？；…」』”)\n", max_size=120)
@@ -195,3 +195,39 @@ async def test_aclose_cancels_the_work_running() -> None:
     await asyncio.wait_for(started.wait(), 1)
     await ahead.aclose()
     assert ended.is_set()
+
+
+async def test_steps_of_a_search_somebody_waits_for_never_pause() -> None:
+    """Without a pause, every step goes on at once."""
+    assert Steps().wanted
+    assert await asyncio.wait_for(Steps().go_on(), 1)
+
+
+async def test_steps_read_ahead_go_on_when_the_pause_says_so_or_a_caller_joins() -> None:
+    """A step read ahead waits for its pause: True goes on, False gives it up, a pause that fails
+    gives it up too; a caller that joins (want) makes the waiting step go on at once."""
+    async def yes() -> bool:
+        return True
+
+    async def no() -> bool:
+        return False
+
+    async def fails() -> bool:
+        raise RuntimeError("pause failed")
+
+    assert await Steps(yes).go_on()
+    assert not await Steps(no).go_on()
+    assert not await Steps(fails).go_on()
+    never = asyncio.Event()
+
+    async def held() -> bool:
+        await never.wait()
+        return False
+
+    steps = Steps(held)
+    waiting = asyncio.create_task(steps.go_on())
+    await _settle()
+    assert not waiting.done()
+    steps.want()
+    assert await asyncio.wait_for(waiting, 1)
+    assert steps.wanted

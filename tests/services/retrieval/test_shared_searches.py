@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,47 @@ async def test_identical_searches_in_flight_run_once_and_equal_a_lone_search(
         await alone_service.close()
     assert alone
     assert all(hits == alone for hits in together)
+
+
+async def test_a_search_read_ahead_waits_for_its_pause_until_a_caller_joins_it(
+        standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search read ahead does not run while its pause holds it; the same search asked by a caller
+    without a pause joins it and has it run at once (once), and both get the hits a search alone
+    gets."""
+    root = write_project(tmp_path / "novel")
+    await standalone.retrieval.index_project("p1", root)
+    await standalone.retrieval.wait_idle("p1")
+    runs = count_searches(monkeypatch, standalone)
+    never = asyncio.Event()
+
+    async def pause() -> bool:
+        await never.wait()
+        return True
+
+    ahead = asyncio.create_task(standalone.retrieval.search("p1", QUERY, pause=pause))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert (runs, ahead.done()) == ([], False)
+    joined = await asyncio.wait_for(standalone.retrieval.search("p1", QUERY), 10)
+    assert (await asyncio.wait_for(ahead, 10), runs) == (joined, ["p1"])
+    assert joined
+
+
+async def test_a_search_read_ahead_and_given_up_is_empty_and_not_kept(
+        standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search read ahead whose pause answers False (the assemblies never went quiet) runs nothing
+    and keeps nothing: its answer is empty, and the same search asked afterwards runs and finds."""
+    root = write_project(tmp_path / "novel")
+    await standalone.retrieval.index_project("p1", root)
+    await standalone.retrieval.wait_idle("p1")
+    runs = count_searches(monkeypatch, standalone)
+
+    async def gives_up() -> bool:
+        return False
+
+    assert await standalone.retrieval.search("p1", QUERY, pause=gives_up) == []
+    assert await standalone.retrieval.search("p1", QUERY)
+    assert runs == ["p1"]
 
 
 async def test_a_kept_result_answers_until_the_snapshot_changes(
@@ -188,7 +230,8 @@ class Recorder:
         self.calls: list[tuple[str, str | DenseQuery | None, Exclusion | None]] = []
 
     async def search(self, project_id: str, query: str, *, limit: int = 200, exclude: Exclusion | None = None,
-                     dense_query: str | DenseQuery | None = None) -> list[Hit]:
+                     dense_query: str | DenseQuery | None = None,
+                     pause: Callable[[], Awaitable[bool]] | None = None) -> list[Hit]:
         self.calls.append((query, dense_query, exclude))
         return []
 
