@@ -449,10 +449,18 @@ class Retrieval:
         # A caller that gives up (its deadline) leaves the search running for the others waiting on it.
         return list(await asyncio.shield(running))
 
+    def _given_up(self, project_id: str, key: _SearchKey) -> tuple[Hit, ...]:
+        """A search read ahead and given up: no longer running (in the same step as the decision, so
+        that no caller can join it now), its empty answer not kept."""
+        self._running.pop((project_id, key), None)
+        self._steps.pop((project_id, key), None)
+        return ()
+
     def _search_done(self, running_key: tuple[str, Hashable],
                      future: asyncio.Future[tuple[Hit, ...]]) -> None:
-        self._running.pop(running_key, None)
-        self._steps.pop(running_key, None)
+        if self._running.get(running_key) is future:  # not a search of the same key started since
+            del self._running[running_key]
+            self._steps.pop(running_key, None)
         if not future.cancelled():
             future.exception()  # seen here: every waiter gets it, none may be left
 
@@ -461,7 +469,7 @@ class Retrieval:
         _, query, dense, limit, mode, exclude = key
         try:
             if not await steps.go_on():
-                return ()  # read ahead, and given up: not kept
+                return self._given_up(project.project_id, key)
             # A search held in memory is mostly GIL-holding Python, run here: a worker thread would not
             # run it beside other work, only contend with the loop for the GIL (a fifth more CPU per
             # assembly at 500 at once, docs/performance.md). Its matrix product releases the GIL and
@@ -473,7 +481,7 @@ class Retrieval:
                 held = await self._search_held(project.project_id, snapshot, query, dense, limit, mode,
                                                exclude, steps)
                 if held is None:
-                    return ()  # read ahead, and given up: not kept
+                    return self._given_up(project.project_id, key)
                 hits = tuple(held)
             else:
                 hits = tuple(await asyncio.to_thread(self._search, project.project_id, snapshot, query,

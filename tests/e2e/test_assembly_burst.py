@@ -11,15 +11,16 @@ a write.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.client import RpcClient
-from tests.support.process import serving
+from tests.support.process import ServerProcess, serving
 from tests.support.scenarios import Project, log_events, zh_chapter
 
 DOCUMENTS = {f"卷一/第{n:02d}章.md": zh_chapter(f"第{n}章", 30, start=n * 30) for n in range(1, 9)}
@@ -43,6 +44,19 @@ async def seed(url: str, token: str, folder: Path) -> tuple[list[RpcClient], Pro
         assert time.monotonic() < deadline, "indexing did not settle"
         await asyncio.sleep(0.1)
     return clients, project
+
+
+@contextlib.asynccontextmanager
+async def seeded(data_dir: Path,
+                 folder: Path) -> AsyncIterator[tuple[ServerProcess, list[RpcClient], Project]]:
+    """A server seeded by :func:`seed`, its connections closed afterwards."""
+    with serving(data_dir) as server:
+        clients, project = await seed(server.url, server.token, folder)
+        try:
+            yield server, clients, project
+        finally:
+            for client in clients:
+                await client.close()
 
 
 def requests(project: Project, documents: Sequence[str] = tuple(DOCUMENTS)) -> list[dict[str, Any]]:
@@ -73,21 +87,11 @@ async def test_a_request_gives_the_same_prompt_alone_and_inside_a_burst(tmp_path
     per-document limit) equals the same request sent alone to a second server seeded alike:
     prompt, stablePrefixHash, tokenCount and prefix hashes; and the copies inside the burst equal
     each other."""
-    with serving(tmp_path / "burst-data") as first:
-        clients, project = await seed(first.url, first.token, tmp_path / "novel")
-        try:
-            distinct = requests(project)
-            together = await burst(clients, distinct * 2)
-        finally:
-            for client in clients:
-                await client.close()
-    with serving(tmp_path / "alone-data") as second:
-        clients, project = await seed(second.url, second.token, tmp_path / "novel-2")
-        try:
-            alone = [await clients[0].call("context:assemble", params) for params in requests(project)]
-        finally:
-            for client in clients:
-                await client.close()
+    async with seeded(tmp_path / "burst-data", tmp_path / "novel") as (_, clients, project):
+        distinct = requests(project)
+        together = await burst(clients, distinct * 2)
+    async with seeded(tmp_path / "alone-data", tmp_path / "novel-2") as (_, clients, project):
+        alone = [await clients[0].call("context:assemble", params) for params in requests(project)]
     assert any(r["layers"]["retrieved"]["chunks"] for r in alone)
     for n, lone in enumerate(alone):
         for copy in (together[n], together[n + len(alone)]):
@@ -147,29 +151,23 @@ async def test_typing_through_sentence_ends_reads_ahead_and_changes_no_prompt(tm
     text = DOCUMENTS[document_id]
     first_end = text.index("。", len(text) // 2) + 1
     cursors = list(range(first_end - 6, text.index("。", first_end) + 3))
-    with serving(tmp_path / "typing-data") as first:
-        clients, project = await seed(first.url, first.token, tmp_path / "novel")
-        try:
-            typed = []
-            for cursor in cursors:
-                params = project.params(document_id, cursor, "continue", INSTRUCTION)
-                typed.append(await clients[0].call("context:assemble", params))
-                await asyncio.sleep(0.005)
-        finally:
-            for client in clients:
-                await client.close()
-        read = log_events(first.stderr_text(), "retrieval.read_ahead")
-    with serving(tmp_path / "reverse-data") as second:
-        clients, project = await seed(second.url, second.token, tmp_path / "novel-2")
-        try:
-            backwards = [await clients[0].call("context:assemble",
-                                               project.params(document_id, cursor, "continue", INSTRUCTION))
-                         for cursor in reversed(cursors)]
-        finally:
-            for client in clients:
-                await client.close()
-    assert {e["cursor"] for e in read if e["document_id"] == document_id} >= {first_end - 6}
-    assert all(e["queries"] >= 1 and e["hits"] > 0 for e in read)
+    async with seeded(tmp_path / "typing-data", tmp_path / "novel") as (first, clients, project):
+        typed = []
+        for cursor in cursors:
+            params = project.params(document_id, cursor, "continue", INSTRUCTION)
+            typed.append(await clients[0].call("context:assemble", params))
+            await asyncio.sleep(0.01)  # a fast typist's pause, in which the server reads ahead
+        # The last keystroke's read-ahead, at the latest, runs once nothing else does.
+        deadline = time.monotonic() + 30
+        while not (read := [e for e in log_events(first.stderr_text(), "retrieval.read_ahead")
+                            if e["document_id"] == document_id]):
+            assert time.monotonic() < deadline, "nothing was read ahead"
+            await asyncio.sleep(0.05)
+    async with seeded(tmp_path / "reverse-data", tmp_path / "novel-2") as (_, clients, project):
+        backwards = [await clients[0].call("context:assemble",
+                                           project.params(document_id, cursor, "continue", INSTRUCTION))
+                     for cursor in reversed(cursors)]
+    assert all(e["queries"] >= 1 and e["hits"] > 0 and e["cursor"] in cursors for e in read)
     assert "林远" not in repr(read)
     assert any(r["layers"]["retrieved"]["chunks"] for r in typed)
     for cursor, forward, backward in zip(cursors, typed, reversed(backwards), strict=True):

@@ -110,6 +110,31 @@ async def test_a_search_read_ahead_and_given_up_is_empty_and_not_kept(
     assert runs == ["p1"]
 
 
+async def test_a_caller_right_after_a_read_ahead_gave_up_gets_a_search_of_its_own(
+        standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A keystroke that asks the same search in the very step after a read-ahead gave it up (before
+    anything else ran) does not join the abandoned one: it gets its own, with hits."""
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    await retrieval.index_project("p1", root)
+    await retrieval.wait_idle("p1")
+    asked: list[asyncio.Task[list[Hit]]] = []
+    gave_up = retrieval._given_up
+
+    def then_asked(*args: Any) -> Any:
+        answer = gave_up(*args)
+        asked.append(asyncio.ensure_future(retrieval.search("p1", QUERY)))
+        return answer
+
+    monkeypatch.setattr(retrieval, "_given_up", then_asked)
+
+    async def gives_up() -> bool:
+        return False
+
+    assert await retrieval.search("p1", QUERY, pause=gives_up) == []
+    assert await asyncio.wait_for(asked[0], 10)
+
+
 async def test_a_kept_result_answers_until_the_snapshot_changes(
         standalone: Standalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same search again is answered from what is kept; after an edit is indexed (a new
