@@ -1,8 +1,8 @@
 """Retrieval for the Retrieved layer: keeps each open project's index current and searches it.
 
-One worker per project applies changes in order (a burst of saves within
-``debounce`` seconds is one pass); a watcher feeds it edits made outside the
-app. Searches read the last published :class:`Snapshot`, so they never wait
+One worker per project applies changes in order (saves until they pause for
+``debounce`` seconds are one pass, within MAX_DEFER_S of the first); a watcher
+feeds it edits made outside the app. Searches read the last published :class:`Snapshot`, so they never wait
 for indexing and never see it half done.
 """
 
@@ -64,6 +64,10 @@ THREADED_ROWS = 2048
 # How long a lone search waits for its product's worker thread to take the GIL and start: an idle
 # worker wakes in a tenth of a millisecond or so; past this the search goes on without it.
 PRODUCT_HANDOFF_S = 0.001
+# A pass waits for a document's saves to pause for the debounce, but no longer than this after the
+# first: a writer typing saves at every keystroke, and each pass publishes a snapshot that the kept
+# search results do not outlive.
+MAX_DEFER_S = 2.0
 DENSE_QUERY_CHARS = 600  # the encoder's cost grows with the text (~25 ms per 500 characters)
 # Index passes that embedded this many sentences freed the encoder's working arrays (megabytes),
 # which the allocator keeps unless asked to give them back; a keystroke's pass embeds one or two.
@@ -328,7 +332,7 @@ class Retrieval:
     async def _work(self, project: _Project) -> None:
         while not self._closing.is_set():
             await project.wake.wait()
-            await asyncio.sleep(self._debounce)
+            await saves_paused(project.wake, self._debounce)
             only = project.take()
             project.wake.clear()
             if only == set() and not project.verify:
@@ -673,6 +677,19 @@ def _sentences_wanted(mode: Mode, limit: int) -> int:
 
 def _busy(project: _Project) -> bool:
     return project.lock.locked() or _waiting(project)
+
+
+async def saves_paused(wake: asyncio.Event, debounce: float, *, limit: float = MAX_DEFER_S,
+                       sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                       clock: Callable[[], float] = time.monotonic) -> None:
+    """Return once no change (``wake`` set) came for ``debounce`` seconds, or ``limit`` seconds after
+    the call, whichever is first."""
+    deadline = clock() + limit
+    while True:
+        wake.clear()
+        await sleep(debounce)
+        if not wake.is_set() or clock() >= deadline:
+            return
 
 
 def _waiting(project: _Project) -> bool:

@@ -25,7 +25,7 @@ from services.retrieval.chunking import content_hash
 from services.retrieval.provider import RetrievalProvider
 from services.retrieval.query import DenseQuery, combine, settled
 from services.retrieval.search import Exclusion, Mode
-from services.retrieval.service import Retrieval
+from services.retrieval.service import Retrieval, saves_paused
 from services.retrieval.store import ChunkStore
 from services.sources.base import GatherContext
 from services.sources.window import cut_window
@@ -574,3 +574,31 @@ async def test_chinese_is_never_split_on_the_loop_before_the_dictionary_loads(
     threads.clear()
     assert await retrieval.search("p1", query + "？", mode="lexical") == expected
     assert threads == [loop]
+
+
+class Saves:
+    """A clock that moves only with sleeps, and saves that come during the first ``saving`` of them."""
+
+    def __init__(self, wake: asyncio.Event, saving: int) -> None:
+        self.wake, self.saving, self.now, self.sleeps = wake, saving, 0.0, 0
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps += 1
+        self.now += seconds
+        if self.sleeps <= self.saving:
+            self.wake.set()  # another keystroke's save
+
+    def clock(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(("saving", "sleeps"), [(0, 1), (3, 4), (100, 7)])
+async def test_a_pass_waits_for_the_saves_to_pause_but_not_past_the_limit(saving: int, sleeps: int) -> None:
+    """One save waits one debounce; saves that keep coming within the debounce (a writer typing) are
+    waited out, then one debounce more; saves that never stop are waited for at most the limit
+    (2 s here: 7 debounces of 0.3 s)."""
+    wake = asyncio.Event()
+    wake.set()
+    saves = Saves(wake, saving)
+    await saves_paused(wake, 0.3, limit=2.0, sleep=saves.sleep, clock=saves.clock)
+    assert saves.sleeps == sleeps
