@@ -41,6 +41,11 @@ Phases, in order:
    Reported apart too: the keystrokes whose retrieval query is new (the
    cursor passed a sentence's end: a search runs, unless the server kept
    that query's result from an earlier request) and the others.
+   **Writing** (``--writing``, default none), before it: one writer typing
+   new text at the end of a chapter (another chapter's prose), each
+   keystroke a ``document:write`` of the chapter, then an assembly at its
+   end, ``--writing-pause`` seconds (0.15) after the last answer; only the
+   assemblies are timed, split as above; the chapter is written back after.
 3. **Burst, 4 per document** (``--bursts``, default none): 4 requests for
    every document at once, each at its own random cursor and skill.
    The first runs on cold caches.
@@ -588,6 +593,39 @@ async def typing(client: LoadClient, target: Target, keystrokes: int, rng: rando
                      skill=params["skillId"], **split)
 
 
+async def writing(client: LoadClient, target: Target, prose: str, pause: float, pid: int,
+                  label: str) -> PhaseResult:
+    """One writer typing new text at the end of a chapter: each keystroke saves the chapter
+    (``document:write``, as an editor saving at every keystroke) and then assembles at its end,
+    ``pause`` seconds after the previous answer; only the assemblies are timed. The chapter's text is
+    written back afterwards."""
+    where = {"projectId": target.project_id, "documentId": target.document_id}
+    base = target.text.rstrip() + "\n\n"
+    meter = LoadMeter(pid)
+    started = time.perf_counter()
+    outcomes = []
+    ends = [len(settled(base + prose[:n + 1])) for n in range(len(prose))]
+    new_query = [n == 0 or ends[n] != ends[n - 1] for n in range(len(prose))]
+    try:
+        for n in range(len(prose)):
+            text = base + prose[:n + 1]
+            saved = await (await client.send("document:write", {**where, "text": text}))
+            if saved.code != "ok":
+                raise RuntimeError(f"document:write answered {saved.code}")
+            assemble = {**where, "skillId": "continue", "cursorPosition": len(text)}
+            outcomes.append(await (await client.send("context:assemble", assemble)))
+            await asyncio.sleep(pause)
+    finally:
+        await (await client.send("document:write", {**where, "text": target.text}))
+    wall = time.perf_counter() - started
+    split = {}
+    for name, picked in (("new_query", True), ("same_query", False)):
+        ms = latency([o.latency_ms for o, new in zip(outcomes, new_query, strict=True)
+                      if new is picked and o.code == "ok"])
+        split[name] = {"count": ms.count, "p50_ms": ms.p50_ms, "p95_ms": ms.p95_ms}
+    return summarize(label, outcomes, wall, pid, meter.stop(), keystrokes=len(prose), pause_s=pause, **split)
+
+
 async def at_rate(clients: Sequence[LoadClient], targets: Sequence[Target], rate: float, seconds: float,
                   rng: random.Random, pid: int, label: str) -> PhaseResult:
     """Open loop: request i is sent at start + i/rate to a random document, whatever came back."""
@@ -760,6 +798,13 @@ async def run_benchmark(args: argparse.Namespace,
                         " (cold)" if n == 0 else ""), level=level, documents=documents,
                         per_document=level / documents, overload=level > PER_DOCUMENT_LIMIT * documents)
                     report.sweep.append(result)
+                    await asyncio.sleep(args.pause)
+                if args.writing > 0:
+                    progress(f"writing: {args.writing} keystrokes at the end of a chapter")
+                    target, source = rng.sample(list(targets), 2) if len(targets) > 1 else (targets[0],) * 2
+                    prose = source.text.strip()[:args.writing]
+                    report.phases.append(await writing(clients[0], target, prose, args.writing_pause, pid,
+                                                       f"writing, {len(prose)} keystrokes"))
                     await asyncio.sleep(args.pause)
                 if args.typing > 0:
                     progress(f"typing: {args.typing} keystrokes in one document")
@@ -1030,6 +1075,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--typing", type=int, default=300,
                    help="keystrokes of the single-writer phase (an assembly each, the cursor moving one "
                         "character at a time; 0: none)")
+    p.add_argument("--writing", type=int, default=0,
+                   help="keystrokes of the writing phase (new text typed at the end of a chapter: a save and "
+                        "an assembly each; 0: none)")
+    p.add_argument("--writing-pause", type=float, default=0.15,
+                   help="seconds between a writing keystroke's answer and the next keystroke")
     p.add_argument("--per-document", type=int, default=4, help="requests per document in a burst")
     p.add_argument("--bursts", type=int, default=0, help="bursts of --per-document (the first is cold)")
     p.add_argument("--overload-per-document", type=int, default=20,
@@ -1056,7 +1106,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--save", type=Path, default=None, metavar="PATH", help="also write the JSON report")
     args = p.parse_args(argv)
     if min(args.projects, args.documents, args.connections, args.per_document, args.overload_per_document,
-           args.min_tokens) < 1 or args.max_tokens < args.min_tokens or args.typing < 0:
+           args.min_tokens) < 1 or args.max_tokens < args.min_tokens or min(args.typing, args.writing,
+                                                                           args.writing_pause) < 0:
         p.error("counts and sizes must be positive (and --max-tokens at least --min-tokens)")
     if (args.bursts < 0 or args.duration < 0 or args.probe_seconds <= 0 or args.start_rate <= 0
             or args.confirm_steps < 0):

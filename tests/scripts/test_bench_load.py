@@ -192,6 +192,24 @@ def test_whole_run_against_a_real_server(capsys: pytest.CaptureFixture[str]) -> 
     assert "keystrokes with a new retrieval query" in table
 
 
+def test_a_writer_typing_at_the_end_of_a_chapter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The writing phase types new text at the end of a chapter, a save and an assembly per
+    keystroke, each answered; the keystrokes that end a sentence are reported apart; the chapter is
+    written back afterwards (the next run on a kept data dir reuses the same data)."""
+    kept = tmp_path / "kept"
+    quick = ["--projects", "1", "--documents", "2", "--min-tokens", "300", "--max-tokens", "400",
+             "--connections", "1", "--sweep", "", "--typing", "0", "--writing", "12", "--writing-pause", "0",
+             "--overload-per-document", "1", "--duration", "0", "--pause", "0", "--data-dir", str(kept),
+             "--json"]
+    assert bench_load.main(quick) == 0
+    report = json.loads(capsys.readouterr().out)
+    written = report["phases"][0]
+    assert (written["requests"], written["codes"], written["notes"]["keystrokes"]) == (12, {"ok": 12}, 12)
+    assert written["notes"]["new_query"]["count"] + written["notes"]["same_query"]["count"] == 12
+    assert bench_load.main(quick) == 0
+    assert json.loads(capsys.readouterr().out)["data"]["reused_data"] is True
+
+
 def test_a_kept_data_dir_is_seeded_once_and_reused(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """With --data-dir the first run seeds the folder and keeps it; a second run with the same data
