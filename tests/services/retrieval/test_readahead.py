@@ -130,14 +130,14 @@ async def test_work_never_quiet_is_dropped_and_may_be_scheduled_again() -> None:
     """Work that found no quiet within ``wait`` seconds is dropped, and so is the work after a step
     that gave up (``False``); the same key may then be scheduled again, and runs."""
     quiet = Quiet()
-    ahead = ReadAhead(quiet, wait=0.01)
+    ahead = ReadAhead(quiet, wait=0)  # past its wait at the first step that is not quiet at once
     runs: list[str] = []
 
     async def work() -> None:
         runs.append("a")
 
     ahead.schedule("a", work)
-    await asyncio.sleep(0.05)
+    await _settle()
     quiet.event.set()
     await _settle()
     assert runs == []
