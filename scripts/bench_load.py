@@ -583,12 +583,7 @@ async def typing(client: LoadClient, target: Target, keystrokes: int, rng: rando
         params["cursorPosition"] = min(start + n, target.length)
         outcomes.append(await (await client.send("context:assemble", dict(params))))
     wall = time.perf_counter() - started
-    split = {}
-    if target.text:
-        for name, picked in (("new_query", True), ("same_query", False)):
-            ms = latency([o.latency_ms for o, new in zip(outcomes, new_query, strict=True)
-                          if new is picked and o.code == "ok"])
-            split[name] = {"count": ms.count, "p50_ms": ms.p50_ms, "p95_ms": ms.p95_ms}
+    split = by_query(outcomes, new_query) if target.text else {}
     return summarize(label, outcomes, wall, pid, meter.stop(), keystrokes=keystrokes,
                      skill=params["skillId"], **split)
 
@@ -618,12 +613,18 @@ async def writing(client: LoadClient, target: Target, prose: str, pause: float, 
     finally:
         await (await client.send("document:write", {**where, "text": target.text}))
     wall = time.perf_counter() - started
+    return summarize(label, outcomes, wall, pid, meter.stop(), keystrokes=len(prose), pause_s=pause,
+                     **by_query(outcomes, new_query))
+
+
+def by_query(outcomes: Sequence[Outcome], new_query: Sequence[bool]) -> dict[str, dict[str, float]]:
+    """The answered keystrokes' latencies, those whose retrieval query was new and the others apart."""
     split = {}
     for name, picked in (("new_query", True), ("same_query", False)):
         ms = latency([o.latency_ms for o, new in zip(outcomes, new_query, strict=True)
                       if new is picked and o.code == "ok"])
         split[name] = {"count": ms.count, "p50_ms": ms.p50_ms, "p95_ms": ms.p95_ms}
-    return summarize(label, outcomes, wall, pid, meter.stop(), keystrokes=len(prose), pause_s=pause, **split)
+    return split
 
 
 async def at_rate(clients: Sequence[LoadClient], targets: Sequence[Target], rate: float, seconds: float,
