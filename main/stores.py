@@ -17,6 +17,7 @@ from main.config import Config
 from main.memory import collect_and_trim
 from main.startup import Startup, begin
 from services.caches import SourceCaches
+from services.concurrency.gate import ASSEMBLY_CONCURRENCY, Gate
 from services.context.memo import ProjectMemos
 from services.lazy import Deferred
 from services.projects import DocumentStore
@@ -37,6 +38,9 @@ class Services:
     documents: DocumentStore
     # Chroma and the encoder load on first need, on threads of their own (services/retrieval/deferred.py).
     retrieval: DeferredRetrieval
+    # The assemblies' turns (services/concurrency/gate.py); retrieval's index passes ask it whether
+    # the spare core is idle.
+    gate: Gate
     # Bounded, per project: what the source providers keep of each record between assemblies.
     caches: SourceCaches = field(default_factory=SourceCaches)
     # Bounded, per project: the engine's memo of normalized texts and id order.
@@ -77,6 +81,7 @@ def open_services(config: Config, startup: Startup | None = None) -> Services:
         # Refuses a project registered at a place projects may no longer be (services/projects/roots.py).
         documents = CheckedDocumentStore(database, config.folder_policy(),
                                          max_bytes=min(MAX_DOCUMENT_BYTES, config.max_frame_bytes // 2))
+        gate = Gate(ASSEMBLY_CONCURRENCY)
         retrieval = deferred_retrieval(
             database, tokenizer, embedding=config.embedding,
             configured="embedding" in config.model_fields_set,
@@ -84,10 +89,11 @@ def open_services(config: Config, startup: Startup | None = None) -> Services:
             roots=documents.root, debounce=config.index_debounce,
             results=caches.search_results, query_terms=caches.query_terms,
             idle_after=config.index_idle_minutes * 60 or None,
-            max_open=config.max_open_indexes, on_freed=collect_and_trim, cache_dir=config.cache_dir)
+            max_open=config.max_open_indexes, on_freed=collect_and_trim, cache_dir=config.cache_dir,
+            spare_core=gate.idle)
         documents.on_write = retrieval.document_written
         services = Services(database=database, tokenizer=tokenizer, documents=documents, retrieval=retrieval,
-                            caches=caches)
+                            gate=gate, caches=caches)
         services.closers += [claimed.close, database.close,
                              partial(retrieval.client.close, close_vector_store)]
         undo.pop_all()

@@ -27,7 +27,7 @@ from main.app import Basics, register_basics
 from main.config import Config
 from main.stores import Services
 from services.assembly.profiles import BudgetProfiles
-from services.assembly.service import ASSEMBLY_CONCURRENCY, Collaborators, ContextService
+from services.assembly.service import Collaborators, ContextService
 from services.characters.conversations import ConversationStore
 from services.characters.memories import MemoryIndex, TypedMemoryStore
 from services.characters.service import CharacterChat
@@ -36,7 +36,6 @@ from services.chat.service import ChatService, ChatSettings
 from services.chat.sessions import SessionLimits as ChatLimits
 from services.chat.sessions import SessionStore
 from services.chat.workspace import ProjectWorkspace
-from services.concurrency.gate import Gate
 from services.context.counting import CountCache
 from services.knowledge import ConstraintService, KgService
 from services.memory import EpisodicMemoryService, SemanticMemoryService
@@ -97,8 +96,9 @@ def register_services(registry: Registry, config: Config, services: Services, ba
     register_profiles(registry, assembly_profiles)
     constraint_list = shared(constraints.list)
     caches = services.caches
-    # The assemblies' turns: retrieval reads ahead only while none holds or waits for one.
-    gate = Gate(ASSEMBLY_CONCURRENCY)
+    # The assemblies' turns: retrieval reads ahead, and an index pass embeds on the spare core, only
+    # while none holds or waits for one.
+    gate = services.gate
     read_ahead = ReadAhead(gate.quiet)
     services.stoppers.append(read_ahead.aclose)
     context = ContextService(Collaborators(

@@ -26,7 +26,7 @@ from services.caches import (
     line_features_cache,
     window_features_cache,
 )
-from services.concurrency.gate import Gate
+from services.concurrency.gate import ASSEMBLY_CONCURRENCY, Gate
 from services.concurrency.limiter import KeyedLimiter
 from services.concurrency.offload import off_loop
 from services.context.budget import MAX_INPUT_TOKENS, make_budget, window_allowance
@@ -76,10 +76,6 @@ TOKENIZER_INVALID = {
 TOKENIZER_INSTEAD = {"zh": "，已改用 {encoding} 计数", "en": "; counted with {encoding} instead"}
 MAX_COUNTERS = 16  # token count caches kept, one per tokenizer in use
 _COUNT_PIECE = 4096  # characters counted at a time when checking the input size
-# Assemblies of all documents doing work at once; the rest wait their turn, in order, before any of
-# their work (and any provider deadline) starts. The work is CPU-bound and mostly holds the GIL, so
-# more at once only interleaves them: each takes longer and queued thread jobs pass the deadlines.
-ASSEMBLY_CONCURRENCY = 4
 # The longest a provider waits for its parts to load (the vector store and the encoder after a start).
 LOAD_DEADLINE = 30.0
 

@@ -16,6 +16,10 @@ from contextlib import asynccontextmanager
 
 # Weight of the newest duration in the running average.
 _SMOOTHING = 0.2
+# Assemblies of all documents doing work at once; the rest wait their turn, in order, before any of
+# their work (and any provider deadline) starts. The work is CPU-bound and mostly holds the GIL, so
+# more at once only interleaves them: each takes longer and queued thread jobs pass the deadlines.
+ASSEMBLY_CONCURRENCY = 4
 
 
 class Gate:
@@ -34,6 +38,12 @@ class Gate:
         """Seconds until a request arriving now would be done: the turns waiting ahead of it,
         ``width`` at a time, then its own."""
         return (self.waiting / self.width + 1) * self.recent
+
+    def idle(self) -> bool:
+        """Whether no work holds a turn or waits for one now. Safe to ask from any thread: it reads
+        two counters the event loop sets, and an answer a moment old costs a little speed, never a
+        result."""
+        return not (self.working or self.waiting)
 
     async def quiet(self) -> None:
         """Return once no work holds a turn or waits for one (at once if none does)."""

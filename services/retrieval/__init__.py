@@ -30,7 +30,8 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
                      embedder: Embedder | None = None,
                      idle_after: float | None = None, max_open: int | None = None,
                      on_freed: Callable[[], None] | None = None,
-                     cache_dir: Path | None = None) -> Retrieval:
+                     cache_dir: Path | None = None,
+                     spare_core: Callable[[], bool] | None = None) -> Retrieval:
     """The retrieval service over an open database and Chroma client (loads the encoder: blocking).
 
     ``embedding`` is the config string; ``configured`` says it was chosen rather than defaulted
@@ -41,7 +42,8 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     ``max_open``: when projects' indexes leave memory (:meth:`Retrieval.release`); by default they
     stay. ``on_freed`` runs when much memory was just freed: indexes released, or an index pass that
     embedded many sentences (the encoder's working arrays). ``cache_dir``: where jieba's dictionary,
-    once built, is kept for the next start (none: built at each start).
+    once built, is kept for the next start (none: built at each start). ``spare_core``: whether the
+    server's other core is idle now; index passes then embed on it too (services/retrieval/batches.py).
     """
     from services.context.counting import CountCache
     from services.retrieval.embeddings import choose_embedding
@@ -60,7 +62,8 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     # Sentences and chunks repeat from one pass to the next: an edit counts only what it changed.
     counter = CountCache(tokenizer, max_entries=200_000)
     indexer = Indexer(store, vectors, terms, counter.count, embedding=embedder.name,
-                      tokenizer=f"{info.encoding}:{'exact' if info.exact else 'estimate'}")
+                      tokenizer=f"{info.encoding}:{'exact' if info.exact else 'estimate'}",
+                      spare_core=spare_core)
     return Retrieval(store, indexer, vectors, terms, roots=roots, debounce=debounce, watch=watch,
                      embedder=embedder, results=results, query_terms=query_terms, idle_after=idle_after,
                      max_open=max_open,

@@ -161,7 +161,7 @@ def deferred_retrieval(database: Database, tokenizer: Tokenizer, *, embedding: s
                        results: SearchResults | None = None, query_terms: QueryTerms | None = None,
                        idle_after: float | None = None,
                        max_open: int | None = None, on_freed: Callable[[], None] | None = None,
-                       cache_dir: Path | None = None,
+                       cache_dir: Path | None = None, spare_core: Callable[[], bool] | None = None,
                        create: Callable[..., Retrieval] | None = None) -> DeferredRetrieval:
     """The server's retrieval over an open database: nothing loads until first needed.
 
@@ -177,7 +177,7 @@ def deferred_retrieval(database: Database, tokenizer: Tokenizer, *, embedding: s
     client: Lazy[Any] = Lazy("vectors", open_client)
     options = {"embedding": embedding, "configured": configured, "roots": roots,
                "debounce": debounce, "results": results, "query_terms": query_terms, "idle_after": idle_after,
-               "max_open": max_open, "on_freed": on_freed, "cache_dir": cache_dir}
+               "max_open": max_open, "on_freed": on_freed, "cache_dir": cache_dir, "spare_core": spare_core}
     return DeferredRetrieval(choice, embedder, client, partial(_build, create, database, tokenizer, options))
 
 

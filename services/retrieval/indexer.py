@@ -9,6 +9,7 @@ always finds the vectors of the chunks it sees.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
@@ -29,6 +30,7 @@ from services.projects.documents import (
     resolve_document,
     walk_document_ids,
 )
+from services.retrieval.batches import Stopped, embed_batches
 from services.retrieval.chunking import OVERLAP_TOKENS, TARGET_TOKENS, chunk_text, content_hash
 from services.retrieval.lexical import Terms
 from services.retrieval.query import SentenceVectors
@@ -56,6 +58,7 @@ class SyncReport:
     chunks: int = 0  # written for changed documents
     embedded: int = 0  # new chunks (content not indexed before for the document)
     sentences: int = 0  # sentences of new chunks the encoder embedded
+    helped: int = 0  # batches of them embedded on the spare core (services/retrieval/batches.py)
     reused: int = 0  # sentences of new chunks whose vector was already stored or cached
     rebuilt: bool = False
     repaired: int = 0  # vectors that were missing and were embedded again
@@ -67,7 +70,8 @@ class SyncReport:
 class Indexer:
     def __init__(self, store: ChunkStore, vectors: VectorIndex, terms: Terms, count: Callable[[str], int], *,
                  embedding: str, tokenizer: str, max_bytes: int = MAX_DOCUMENT_BYTES,
-                 stop: threading.Event | None = None, cache: SentenceVectors | None = None) -> None:
+                 stop: threading.Event | None = None, cache: SentenceVectors | None = None,
+                 spare_core: Callable[[], bool] | None = None) -> None:
         self._store = store
         self._vectors = vectors
         self._terms = terms
@@ -77,6 +81,9 @@ class Indexer:
         self.state = IndexState(LAYOUT, embedding, tokenizer)
         self._max_bytes = max_bytes
         self.stop = stop or threading.Event()
+        # Whether the server's other core is idle now (no assembly holds or waits for a turn): then a
+        # helper thread embeds batches too. Asked from the index threads.
+        self.spare_core = spare_core
 
     def sync(self, project_id: str, root: Path, only: Iterable[str] | None = None, *, verify: bool = False,
              progress: Progress | None = None) -> SyncReport:
@@ -109,7 +116,8 @@ class Indexer:
         _log.info("retrieval.synced", project_id=project_id, documents=report.documents,
                   changed=report.changed, removed=report.removed, chunks=report.chunks,
                   embedded=report.embedded, sentences=report.sentences, reused=report.reused,
-                  rebuilt=report.rebuilt, repaired=report.repaired, ms=round(report.seconds * 1e3, 1))
+                  helped=report.helped, rebuilt=report.rebuilt, repaired=report.repaired,
+                  ms=round(report.seconds * 1e3, 1))
         return report
 
     def _sync_document(self, project_id: str, root: Path, document_id: str, stamp: FileStamp | None,
@@ -162,13 +170,21 @@ class Indexer:
                 if content_hash(text) in known]
         for start in range(0, len(kept), _EMBED_BATCH):
             self._vectors.add(project_id, kept[start:start + _EMBED_BATCH])
-        for start in range(0, len(fresh), _EMBED_BATCH):
-            if self.stop.is_set():
-                raise IndexStopped
-            batch = fresh[start:start + _EMBED_BATCH]
-            vectors = self._vectors.embedding([text for _, text, _ in batch])
-            self._vectors.add(project_id, [(pid, c.document_id, c.vector_id, v)
-                                           for (pid, _, c), v in zip(batch, vectors, strict=True)])
+        batches = [fresh[start:start + _EMBED_BATCH] for start in range(0, len(fresh), _EMBED_BATCH)]
+
+        def helped(count: int) -> None:
+            if report is not None:
+                report.helped += count
+
+        embedded = embed_batches(lambda batch: self._vectors.embedding([text for _, text, _ in batch]),
+                                 batches, spare_core=self.spare_core, stop=self.stop, on_helped=helped)
+        try:
+            with contextlib.closing(embedded):  # the helper is done with this pass when it is left
+                for batch, vectors in zip(batches, embedded, strict=True):
+                    self._vectors.add(project_id, [(pid, c.document_id, c.vector_id, v)
+                                                   for (pid, _, c), v in zip(batch, vectors, strict=True)])
+        except Stopped:
+            raise IndexStopped from None
         if report is not None:
             report.sentences += len(fresh)
             report.reused += len(kept)

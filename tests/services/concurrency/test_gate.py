@@ -133,6 +133,24 @@ async def test_quiet_returns_once_no_work_holds_or_waits_for_a_turn() -> None:
     assert (gate.working, gate.waiting) == (0, 0)
 
 
+async def test_idle_says_whether_work_holds_or_waits_for_a_turn_from_any_thread() -> None:
+    """idle() is true on an unused gate, false while work holds a turn or waits for one (asked
+    from another thread too), and true again once the last turn is given back."""
+    gate = Gate(1)
+    assert gate.idle()
+    releases = [asyncio.Event(), asyncio.Event()]
+    log: list[str] = []
+    tasks = [asyncio.create_task(_work(gate, str(n), releases[n], log)) for n in range(2)]
+    await _settle()
+    assert (gate.idle(), await asyncio.to_thread(gate.idle)) == (False, False)
+    releases[0].set()
+    await _settle()
+    assert (log, gate.idle()) == (["0", "1"], False)
+    releases[1].set()
+    await asyncio.gather(*tasks)
+    assert (gate.idle(), await asyncio.to_thread(gate.idle)) == (True, True)
+
+
 async def test_a_cancelled_last_waiter_leaves_the_gate_quiet() -> None:
     """A request that gives up while waiting for its turn (its client went away) as the work ahead
     of it ends leaves nobody holding or waiting: quiet() returns, and the turn is free."""

@@ -602,3 +602,51 @@ async def test_a_pass_waits_for_the_saves_to_pause_but_not_past_the_limit(saving
     saves = Saves(wake, saving)
     await saves_paused(wake, 0.3, limit=2.0, sleep=saves.sleep, clock=saves.clock)
     assert saves.sleeps == sleeps
+
+
+
+def _wait_for_the_helper(monkeypatch: pytest.MonkeyPatch, encoder: type) -> None:
+    """Make the pass's thread wait (bounded) until the helper has taken a batch, so that both work."""
+    embed, helping = encoder.__call__, threading.Event()
+
+    def paced(self: Any, input: list[str]) -> Any:  # Chroma checks the parameter's name
+        if threading.current_thread().name == "strata-index-helper":
+            helping.set()
+        else:
+            helping.wait(10)
+        return embed(self, input)
+
+    monkeypatch.setattr(encoder, "__call__", paced)
+
+
+async def _first_index(data: Path, root: Path, monkeypatch: pytest.MonkeyPatch,
+                       spare_core: Any) -> tuple[Any, dict[str, Any], list[Any]]:
+    opened = build_retrieval(data, spare_core=spare_core)
+    try:
+        if spare_core is not None:
+            _wait_for_the_helper(monkeypatch, type(opened.retrieval._vectors.embedding))
+        report = await opened.retrieval.index_project("p1", root)
+        vectors = opened.retrieval._vectors
+        return report, vectors.vectors("p1", vectors.ids("p1")), ChunkStore(opened.database).load("p1")
+    finally:
+        await opened.close()
+
+
+async def test_a_pass_on_the_spare_core_stores_the_vectors_a_pass_alone_stores(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the spare core idle, a first index embeds some batches on a helper thread (the pass
+    says how many), and stores exactly the vectors, under the same ids, and the same chunks as a
+    pass on one thread."""
+    root = tmp_path / "novel"
+    (root / "卷一").mkdir(parents=True)
+    (root / "卷一" / "第01章.md").write_text(zh_chapter("第1章", 120), encoding="utf-8")
+    (root / "卷一" / "第02章.md").write_text(zh_chapter("第2章", 10, start=200), encoding="utf-8")
+    alone, alone_vectors, alone_chunks = await _first_index(tmp_path / "a", root, monkeypatch, None)
+    helped, helped_vectors, helped_chunks = await _first_index(tmp_path / "b", root, monkeypatch,
+                                                               lambda: True)
+    assert alone.helped == 0
+    assert helped.helped >= 1
+    assert alone.sentences == helped.sentences > 64  # more than two batches in the first chapter
+    assert alone_vectors.keys() == helped_vectors.keys()
+    assert all(np.array_equal(alone_vectors[k], helped_vectors[k]) for k in alone_vectors)
+    assert alone_chunks == helped_chunks
