@@ -28,6 +28,11 @@ from services.retrieval.vectors import close_vector_store, open_vector_store
 from services.store import Database, open_database
 from services.tokenizer import Tokenizer
 
+# An index pass embeds on the second core too once no assembly has held or waited for a turn for this
+# long (services/retrieval/batches.py): a writer typing leaves the index one core, as before, while a
+# first index of an imported novel, or one that runs while the writer reads, gets both.
+SPARE_CORE_REST_S = 1.0
+
 
 @dataclass
 class Services:
@@ -39,7 +44,7 @@ class Services:
     # Chroma and the encoder load on first need, on threads of their own (services/retrieval/deferred.py).
     retrieval: DeferredRetrieval
     # The assemblies' turns (services/concurrency/gate.py); retrieval's index passes ask it whether
-    # the spare core is idle.
+    # the spare core has rested.
     gate: Gate
     # Bounded, per project: what the source providers keep of each record between assemblies.
     caches: SourceCaches = field(default_factory=SourceCaches)
@@ -90,7 +95,7 @@ def open_services(config: Config, startup: Startup | None = None) -> Services:
             results=caches.search_results, query_terms=caches.query_terms,
             idle_after=config.index_idle_minutes * 60 or None,
             max_open=config.max_open_indexes, on_freed=collect_and_trim, cache_dir=config.cache_dir,
-            spare_core=gate.idle)
+            spare_core=partial(gate.rested, SPARE_CORE_REST_S))
         documents.on_write = retrieval.document_written
         services = Services(database=database, tokenizer=tokenizer, documents=documents, retrieval=retrieval,
                             gate=gate, caches=caches)

@@ -4,12 +4,13 @@ The gate also knows how long its work takes lately (a running average of the
 time from getting a turn to giving it back) and so how long a request
 arriving now would take to be done: its turn comes after the work waiting
 ahead of it, ``width`` at a time. And it tells when it is quiet (no work
-holding or waiting for a turn), for work that may only use time nobody asked for.
+holding or waiting for a turn), and for how long, for work that may only use time nobody asked for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -33,6 +34,7 @@ class Gate:
         self.working = 0
         self._quiet = asyncio.Event()
         self._quiet.set()
+        self._busy_at = -math.inf  # when work last held or waited for a turn (clock time)
 
     def expected(self) -> float:
         """Seconds until a request arriving now would be done: the turns waiting ahead of it,
@@ -41,9 +43,13 @@ class Gate:
 
     def idle(self) -> bool:
         """Whether no work holds a turn or waits for one now. Safe to ask from any thread: it reads
-        two counters the event loop sets, and an answer a moment old costs a little speed, never a
-        result."""
+        what the event loop sets, and an answer a moment old costs a little speed, never a result."""
         return not (self.working or self.waiting)
+
+    def rested(self, seconds: float) -> bool:
+        """Whether no work has held or waited for a turn for ``seconds`` (none does now). Safe to ask
+        from any thread, as :meth:`idle`."""
+        return self.idle() and self._clock() - self._busy_at >= seconds
 
     async def quiet(self) -> None:
         """Return once no work holds a turn or waits for one (at once if none does)."""
@@ -52,6 +58,7 @@ class Gate:
 
     def _settle(self) -> None:
         # Set exactly when quiet.
+        self._busy_at = self._clock()
         if self.working or self.waiting:
             self._quiet.clear()
         else:

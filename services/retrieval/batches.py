@@ -2,8 +2,9 @@
 
 An index pass embeds its new sentences in fixed batches on its own thread, one engine thread each:
 a first index of a novel with e5 takes minutes, and while the writer works the other core belongs
-to the event loop. While no assembly holds or waits for a turn, that core is idle, so a helper
-thread takes batches from the end of the pass while the pass's thread goes on from the start.
+to the event loop. When no assembly has run for a while (``spare_core``: the composition root asks
+the assemblies' gate, main/stores.py), that core is idle, so a helper thread takes batches from the
+end of the pass while the pass's thread goes on from the start.
 Each batch is the very batch the pass alone would embed (the Universal Sentence Encoder's vectors
 depend on what else is in a batch, in the last bits), and the vectors come back in batch order,
 so the index is the same whichever thread embedded what. The helper asks for the spare core before

@@ -151,6 +151,25 @@ async def test_idle_says_whether_work_holds_or_waits_for_a_turn_from_any_thread(
     assert (gate.idle(), await asyncio.to_thread(gate.idle)) == (True, True)
 
 
+async def test_rested_says_how_long_no_work_has_held_or_waited_for_a_turn() -> None:
+    """rested(s) is true on a gate never used; false while work holds a turn and until ``s`` has
+    passed since the last turn was given back; then true."""
+    clock = FakeClock()
+    gate = Gate(1, clock=clock)
+    assert gate.rested(1.0)
+    release = asyncio.Event()
+    task = asyncio.create_task(_work(gate, "0", release, []))
+    await _settle()
+    clock.now += 5
+    assert not gate.rested(1.0)
+    release.set()
+    await task
+    clock.now += 0.9
+    assert (gate.idle(), gate.rested(1.0)) == (True, False)
+    clock.now += 0.1
+    assert gate.rested(1.0)
+
+
 async def test_a_cancelled_last_waiter_leaves_the_gate_quiet() -> None:
     """A request that gives up while waiting for its turn (its client went away) as the work ahead
     of it ends leaves nobody holding or waiting: quiet() returns, and the turn is free."""
