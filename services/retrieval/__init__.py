@@ -63,7 +63,7 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     counter = CountCache(tokenizer, max_entries=200_000)
     indexer = Indexer(store, vectors, terms, counter.count, embedding=embedder.name,
                       tokenizer=f"{info.encoding}:{'exact' if info.exact else 'estimate'}",
-                      spare_core=spare_core)
+                      spare_core=spare_core, batch=embedder.batch)
     return Retrieval(store, indexer, vectors, terms, roots=roots, debounce=debounce, watch=watch,
                      embedder=embedder, results=results, query_terms=query_terms, idle_after=idle_after,
                      max_open=max_open,

@@ -50,6 +50,11 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("retrieval.embeddings")
 
 BATCH = 32  # sentences per encoder call: big enough to amortize, small enough to stay responsive
+# e5's sentences per index batch. Its engine embeds each sentence on its own (a vector is the same
+# whatever else is in the call) at the same cost per sentence in calls of 8 as of 32 (16.3 against
+# 16.1 ms): a batch of 8, about a quarter of a second, is the longest an assembly finds an index
+# pass's helper beside it (services/retrieval/batches.py), and a pass checks for a stop as often.
+E5_BATCH = 8
 E5_DIMENSIONS = 384
 # One engine thread, as for USE's BLAS below: on a busy two-core machine the indexer must leave a core
 # to the event loop and to assemblies. Parallelism comes from our own threads (the model is read-only
@@ -150,6 +155,9 @@ class Embedder:
     # What stores that embed inside a request (typed memories) use: the index's encoder, except that
     # e5 (about 20 times slower per text) leaves them on the bundled Universal Sentence Encoder.
     shared: EmbeddingFunction[Documents]
+    # Sentences per index batch: what one thread embeds between checks for a stop and for the spare
+    # core. The pass's batches are fixed by it, since some encoders' vectors depend on their batch.
+    batch: int = BATCH
 
     def describe(self) -> dict[str, str]:
         return {"name": self.name, "reason": self.reason}
@@ -188,7 +196,7 @@ def embedder_for(choice: EmbeddingChoice) -> Embedder:
     """The embedding functions of a settled choice (imports Chroma; loads no model)."""
     function = make_embedding(choice.name)
     if choice.name == choice.wanted and parse_embedding(choice.name)[0] == E5_EMBEDDING:
-        return Embedder(function, choice.name, choice.reason, make_embedding(USE_EMBEDDING))
+        return Embedder(function, choice.name, choice.reason, make_embedding(USE_EMBEDDING), batch=E5_BATCH)
     return Embedder(function, choice.name, choice.reason, function)
 
 

@@ -32,6 +32,7 @@ from services.projects.documents import (
 )
 from services.retrieval.batches import Stopped, embed_batches
 from services.retrieval.chunking import OVERLAP_TOKENS, TARGET_TOKENS, chunk_text, content_hash
+from services.retrieval.embeddings import BATCH
 from services.retrieval.lexical import Terms
 from services.retrieval.query import SentenceVectors
 from services.retrieval.store import ChunkRecord, ChunkStore, FileStamp, IndexState
@@ -43,7 +44,6 @@ LAYOUT = 3  # bump when chunking or the meaning of stored chunks changes: every 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 Progress = Callable[[int, int], None]
-_EMBED_BATCH = 32  # sentences embedded between checks of ``stop`` (about a second with e5)
 
 
 class IndexStopped(Exception):
@@ -71,7 +71,7 @@ class Indexer:
     def __init__(self, store: ChunkStore, vectors: VectorIndex, terms: Terms, count: Callable[[str], int], *,
                  embedding: str, tokenizer: str, max_bytes: int = MAX_DOCUMENT_BYTES,
                  stop: threading.Event | None = None, cache: SentenceVectors | None = None,
-                 spare_core: Callable[[], bool] | None = None) -> None:
+                 spare_core: Callable[[], bool] | None = None, batch: int = BATCH) -> None:
         self._store = store
         self._vectors = vectors
         self._terms = terms
@@ -84,6 +84,7 @@ class Indexer:
         # Whether the server's other core is idle now (no assembly holds or waits for a turn): then a
         # helper thread embeds batches too. Asked from the index threads.
         self.spare_core = spare_core
+        self.batch = batch  # sentences embedded between checks of ``stop`` and of the spare core
 
     def sync(self, project_id: str, root: Path, only: Iterable[str] | None = None, *, verify: bool = False,
              progress: Progress | None = None) -> SyncReport:
@@ -168,9 +169,9 @@ class Indexer:
         fresh = [p for p in pending if content_hash(p[1]) not in known]
         kept = [(pid, c.document_id, c.vector_id, known[content_hash(text)]) for pid, text, c in pending
                 if content_hash(text) in known]
-        for start in range(0, len(kept), _EMBED_BATCH):
-            self._vectors.add(project_id, kept[start:start + _EMBED_BATCH])
-        batches = [fresh[start:start + _EMBED_BATCH] for start in range(0, len(fresh), _EMBED_BATCH)]
+        for start in range(0, len(kept), BATCH):
+            self._vectors.add(project_id, kept[start:start + BATCH])
+        batches = [fresh[start:start + self.batch] for start in range(0, len(fresh), self.batch)]
 
         def helped(count: int) -> None:
             if report is not None:

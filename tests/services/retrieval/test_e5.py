@@ -117,6 +117,27 @@ def test_passages_and_queries_get_e5s_prefixes_and_paraphrases_rank_first() -> N
     assert similarity[1, 2] > similarity[1, 3]
 
 
+async def test_an_e5_vector_is_the_same_whatever_else_is_in_its_call(tmp_path: Path) -> None:
+    """e5 embeds each sentence on its own: the same bytes alone, in a call of 8 or in one of 32.
+    So an index pass embeds e5's sentences in small batches (E5_BATCH, what the index's pass is
+    given) without changing a stored vector."""
+    function = MultilingualE5()
+    texts = [f"{KEY_FACT[:10 + n % 20]}，第{n}句。" if n % 2 else f"{EN_FACT[:30 + n]} ({n})"
+             for n in range(32)]
+    whole = np.array(function(texts))
+    eights = np.vstack([np.array(function(texts[i:i + 8])) for i in range(0, 32, 8)])
+    alone = np.vstack([np.array(function([text])) for text in texts[:4]])
+    assert np.array_equal(whole, eights)
+    assert np.array_equal(whole[:4], alone)
+    assert choose_embedding(E5).batch == embeddings.E5_BATCH == 8
+    assert choose_embedding("use-multilingual").batch == embeddings.BATCH
+    opened = build_retrieval(tmp_path / "data", embedding=E5)
+    try:
+        assert opened.retrieval._indexer.batch == embeddings.E5_BATCH
+    finally:
+        await opened.close()
+
+
 def test_the_default_is_e5_and_a_configured_encoder_says_so() -> None:
     """With nothing configured e5 is used, reason "default"; a configured string is used as given,
     reason "configured". Other stores keep the fast encoder beside e5."""
