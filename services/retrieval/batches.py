@@ -49,17 +49,18 @@ def embed_batches(embed: Callable[[Batch], Any], batches: Sequence[Batch], *,
     each. Raises :class:`Stopped` when ``stop`` is set before a batch, and whatever ``embed``
     raised, at that batch's turn. ``on_helped(n)``: the helper embedded ``n`` batches (called
     once it has ended, if it started)."""
-    if spare_core is None or len(batches) < 2:
-        for batch in batches:
-            if stop.is_set():
-                raise Stopped
-            yield embed(batch)
+    if spare_core is None or len(batches) < 2 or not _asked(spare_core):
+        yield from _alone(embed, batches, stop)
         return
     shared = _Shared(len(batches))
     shared.front = 1  # the pass's thread embeds the first batch whatever the helper does
     helper = threading.Thread(target=_help, args=(embed, batches, shared, spare_core, stop),
                               name="strata-index-helper", daemon=True)
-    helper.start()
+    try:
+        helper.start()
+    except RuntimeError:  # no thread to be had now: the pass goes on alone
+        yield from _alone(embed, batches, stop)
+        return
     try:
         for index, batch in enumerate(batches):
             if stop.is_set():
@@ -80,6 +81,22 @@ def embed_batches(embed: Callable[[Batch], Any], batches: Sequence[Batch], *,
             on_helped(shared.helped)
 
 
+def _alone(embed: Callable[[Batch], Any], batches: Sequence[Batch],
+           stop: threading.Event) -> Generator[Any, None, None]:
+    for batch in batches:
+        if stop.is_set():
+            raise Stopped
+        yield embed(batch)
+
+
+def _asked(spare_core: Callable[[], bool]) -> bool:
+    """``spare_core()``, taken as no if it fails: the core is only ever lent, never needed."""
+    try:
+        return bool(spare_core())
+    except Exception:
+        return False
+
+
 def _wait_for(shared: _Shared, index: int, stop: threading.Event) -> Any:
     with shared.lock:
         while index not in shared.done and index not in shared.failed:
@@ -98,7 +115,7 @@ def _help(embed: Callable[[Any], Any], batches: Sequence[Any], shared: _Shared,
             if shared.quit or shared.back <= shared.front or stop.is_set():
                 return
             index = shared.back - 1
-        if not spare_core():  # asked outside the lock: it may take the GIL's turn
+        if not _asked(spare_core):  # asked outside the lock: it may take the GIL's turn
             return
         with shared.lock:
             if shared.quit or index != shared.back - 1 or index < shared.front:

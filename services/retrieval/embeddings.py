@@ -52,8 +52,8 @@ _log = structlog.get_logger("retrieval.embeddings")
 BATCH = 32  # sentences per encoder call: big enough to amortize, small enough to stay responsive
 # e5's sentences per index batch. Its engine embeds each sentence on its own (a vector is the same
 # whatever else is in the call) at the same cost per sentence in calls of 8 as of 32 (16.3 against
-# 16.1 ms): a batch of 8, about a quarter of a second, is the longest an assembly finds an index
-# pass's helper beside it (services/retrieval/batches.py), and a pass checks for a stop as often.
+# 16.1 ms for sentences of 22 characters): a batch of 8, a fifth of a second or less, is the longest
+# an assembly finds an index pass's helper beside it (services/retrieval/batches.py).
 E5_BATCH = 8
 E5_DIMENSIONS = 384
 # One engine thread, as for USE's BLAS below: on a busy two-core machine the indexer must leave a core

@@ -656,8 +656,9 @@ class Retrieval:
                 async with asyncio.timeout(30), project.lock:  # the pass that is writing, if any
                     pass
         self._projects.clear()
-        # A cancelled pass's thread goes on to its next check of ``stop`` (a batch of sentences, about
-        # a second with e5): wait for it, so that the stores it writes to are not closed under it.
+        # A cancelled pass's thread goes on to its next check of ``stop`` (a batch of sentences, a
+        # fifth of a second or so with e5, and its helper's batch): wait for it, so that the stores it
+        # writes to are not closed under it.
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(30):
                 await asyncio.to_thread(partial(self._indexing.shutdown, wait=True, cancel_futures=True))

@@ -24,7 +24,7 @@ async def test_index_passes_use_the_spare_core_only_once_assemblies_have_rested(
         assert spare_core()
         async with services.gate.turn():
             assert not spare_core()
-        ended = time.monotonic()
+            ended = time.monotonic()  # the turn is given back after this
         assert not spare_core()
         while not spare_core():
             assert time.monotonic() - ended < WAIT_S

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -83,9 +84,9 @@ def test_with_the_spare_core_the_helper_takes_batches_from_the_end() -> None:
 
 
 def test_the_helper_stops_taking_batches_once_the_core_is_wanted() -> None:
-    """The helper asks before each batch: answered no after its first, it embeds only that one
-    (the last), and this thread embeds all the others."""
-    answers = iter([True])
+    """The core is asked for before the helper starts and before each of its batches: answered no
+    after the helper's first, it embeds only that one (the last), and this thread all the others."""
+    answers = iter([True, True])
     taken = threading.Event()
 
     def gate(index: int) -> None:
@@ -108,9 +109,13 @@ def test_a_failure_in_the_helper_is_raised_at_its_batch_turn() -> None:
     class Boom(Exception):
         pass
 
+    helper_took = threading.Event()
+
     def embed(batch: tuple[int, list[str]]) -> list[str]:
         if threading.current_thread().name == "strata-index-helper":
+            helper_took.set()
             raise Boom
+        assert helper_took.wait(WAIT_S)  # this thread's first batch waits until the helper took one
         return [text.upper() for text in batch[1]]
 
     batches = _batches(3)
@@ -143,14 +148,43 @@ def test_stop_ends_the_pass_and_the_helper_with_it() -> None:
     assert not any(t.name == "strata-index-helper" for t in threading.enumerate())
 
 
-def test_leaving_early_joins_the_helper() -> None:
+def test_leaving_early_waits_for_the_helpers_batch() -> None:
     """A caller that stops reading (an error while storing a batch) closes the generator, and the
-    helper is done with the pass when close returns."""
+    helper's batch under way has ended when close returns: nothing embeds past its pass."""
+    entered, finished = threading.Event(), threading.Event()
+
+    def embed(batch: tuple[int, list[str]]) -> list[str]:
+        if threading.current_thread().name == "strata-index-helper":
+            entered.set()
+            time.sleep(0.2)  # a batch under way when the pass is left
+            finished.set()
+        else:
+            assert entered.wait(WAIT_S)
+        return [text.upper() for text in batch[1]]
+
     batches = _batches(6)
-    embedded = embed_batches(Recorder(), batches, spare_core=lambda: True, stop=threading.Event())
+    embedded = embed_batches(embed, batches, spare_core=lambda: True, stop=threading.Event())
     assert next(embedded) == _expected(batches)[0]
     embedded.close()
+    assert finished.is_set()
     assert not any(t.name == "strata-index-helper" for t in threading.enumerate())
+
+
+def test_no_helper_starts_when_the_core_is_wanted_at_the_start_or_cannot_be_asked() -> None:
+    """A pass whose spare core is busy when it begins, or whose question fails, embeds every batch
+    on its own thread, in order, and starts no helper."""
+    def fails() -> bool:
+        raise RuntimeError("no answer")
+
+    batches = _batches(4)
+    for spare_core in (lambda: False, fails):
+        encoder = Recorder()
+        helped: list[int] = []
+        out = list(embed_batches(encoder, batches, spare_core=spare_core, stop=threading.Event(),
+                                 on_helped=helped.append))
+        assert out == _expected(batches)
+        assert set(encoder.by_thread.values()) == {threading.current_thread().name}
+        assert helped == []
 
 
 @settings(max_examples=60, deadline=None)
