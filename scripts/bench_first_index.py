@@ -79,7 +79,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await rpc.close()
     result: dict[str, Any] = {"machine": {**benchlib.machine_facts(), "speed_before": speed_before,
                                           "speed_after": benchlib.speed_reference()},
-                              "command": benchlib.command_line(), "index": index}
+                              "command": args.command, "index": index}
     if args.ask_every:
         waited = dataclasses.asdict(bench_load.latency(latencies))
         result["assemblies"] = {"every_s": args.ask_every, **waited}
@@ -118,6 +118,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    args.command = " ".join([".venv/bin/python", "scripts/bench_first_index.py",
+                             *(sys.argv[1:] if argv is None else argv)])
     report = asyncio.run(run(args))
     benchlib.emit(report, lambda: render(report), as_json=args.json, save=args.save)
     return 0 if report["index"]["settled"] else 1
