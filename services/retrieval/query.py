@@ -75,8 +75,10 @@ def context_sentences(before: str, chars: int = CONTEXT_CHARS, limit: int = CONT
 _END = re.compile(r"""(?:[。！？；]+|…+|[.!?]+(?=[\s"'”’)\]」』）]|$))["'”’)\]」』）]*|\n""")
 # How far back the last sentence end is looked for, nearest first, before searching all: a scan
 # from inside a sentence end's run of marks finds the same end, so each tier finds the end a scan
-# from the start would. Most sentences are short: the first tier usually holds one.
-_TIERS = (256, 2000)
+# from the start would. Most sentences are short: the first tier usually holds one, and a scan walks
+# every end in its tier (a keystroke's read-ahead asks for several: 32 µs with tiers from 256
+# characters, 11 µs from 64, on the load benchmark's prose).
+_TIERS = (64, 256, 2000)
 
 
 def settled(before: str) -> str:
@@ -87,20 +89,24 @@ def settled(before: str) -> str:
     return before if end is None else before[:end]
 
 
-def last_sentence_end(before: str) -> int | None:
-    """Where the last whole sentence of ``before`` ends (None when no sentence ends in it)."""
-    for tier in (*_TIERS, len(before)):
-        end = _last_end(before, max(0, len(before) - tier))
-        if end is not None:
-            return end
-        if tier >= len(before):
+def last_sentence_end(text: str, start: int = 0, end: int | None = None) -> int | None:
+    """Where the last whole sentence of ``text[start:end]`` ends, as a position in ``text`` (None
+    when no sentence ends in it). The span is searched in place: a window's text is not copied for
+    each position a read-ahead looks at (``_END`` looks neither behind its start nor past its end,
+    so the span searched in place finds what its copy would)."""
+    stop = len(text) if end is None else end
+    for tier in (*_TIERS, stop - start):
+        found = _last_end(text, max(start, stop - tier), stop)
+        if found is not None:
+            return found
+        if tier >= stop - start:
             break
     return None
 
 
-def _last_end(text: str, start: int) -> int | None:
+def _last_end(text: str, start: int, stop: int) -> int | None:
     last = None
-    for match in _END.finditer(text, start):
+    for match in _END.finditer(text, start, stop):
         last = match
     return None if last is None else last.end()
 

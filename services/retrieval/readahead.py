@@ -38,11 +38,11 @@ _log = structlog.get_logger("retrieval.readahead")
 def next_queries(text: str, start: int, cursor: int, *, reach: int = READ_AHEAD_CHARS,
                  most: int = MOST_AHEAD) -> list[int]:
     """The cursors after ``cursor`` at which the query of a window starting at ``start`` changes to
-    one that ends at another sentence end (``last_sentence_end(text[start:c])``), up to and through
+    one that ends at another sentence end (``last_sentence_end(text, start, c)``), up to and through
     the first sentence end within ``reach`` characters; at most ``most`` of them, nearest first.
     Where no sentence ends before the cursor the query is all of it, new at every keystroke, and
     not read ahead."""
-    current = last_sentence_end(text[start:cursor])
+    current = last_sentence_end(text, start, cursor)
     found: list[int] = []
     stop = min(len(text), cursor + reach)
     position = cursor
@@ -53,7 +53,7 @@ def next_queries(text: str, start: int, cursor: int, *, reach: int = READ_AHEAD_
             if found:
                 break  # past the sentence end's run of marks
             continue
-        end = last_sentence_end(text[start:position])
+        end = last_sentence_end(text, start, position)
         if end is not None and end != current:
             found.append(position)
             current = end

@@ -7,6 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from services.retrieval import query
 from services.retrieval.chunking import MIN_PASSAGE_CHARS, chunk_text, passages
 from services.retrieval.query import (
     INSTRUCTION_WEIGHT,
@@ -14,6 +15,7 @@ from services.retrieval.query import (
     SentenceVectors,
     combine,
     context_sentences,
+    last_sentence_end,
     settled,
 )
 from services.tokenizer import resolve_tokenizer
@@ -106,3 +108,24 @@ def test_the_context_sentences_read_only_the_last_chars_and_one(head: str, other
     the cursor and on whether there are more: what lets a provider keep the query for every
     keystroke that shares them."""
     assert context_sentences(head + tail, chars) == context_sentences(other + tail, chars)
+
+
+_SPAN_TEXT = st.text(alphabet="林远灯塔ab 3.!?。！？；…」』”)\n", max_size=80)
+
+
+@settings(max_examples=300)
+@given(_SPAN_TEXT, st.integers(0, 2600), _SPAN_TEXT, st.data())
+def test_a_span_searched_in_place_ends_where_its_copy_ends(head: str, filler: int, tail: str,
+                                                          data: st.DataObject) -> None:
+    """last_sentence_end over text[start:end] in place gives the position its copy gives, moved by
+    start, and both the end of the last sentence-end match of a scan of the whole copy: whatever
+    marks stand just before the span or just after it, and however far back the last end lies (the
+    filler carries it past each tier of the search, nearest first)."""
+    text = head + "林" * filler + tail
+    end = data.draw(st.integers(0, len(text)))
+    start = data.draw(st.integers(0, end))
+    copy = text[start:end]
+    whole = [match.end() for match in query._END.finditer(copy)]
+    expected = whole[-1] if whole else None
+    assert last_sentence_end(copy) == expected
+    assert last_sentence_end(text, start, end) == (None if expected is None else expected + start)
