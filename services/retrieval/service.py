@@ -684,12 +684,13 @@ async def saves_paused(wake: asyncio.Event, debounce: float, *, limit: float = M
                        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
                        clock: Callable[[], float] = time.monotonic) -> None:
     """Return once no change (``wake`` set) came for ``debounce`` seconds, or ``limit`` seconds after
-    the call, whichever is first."""
+    the call, whichever is first (the last wait is cut short to end at the limit)."""
     deadline = clock() + limit
     while True:
         wake.clear()
-        await sleep(debounce)
-        if not wake.is_set() or clock() >= deadline:
+        left = deadline - clock()
+        await sleep(min(debounce, left))
+        if not wake.is_set() or left <= debounce:
             return
 
 

@@ -605,6 +605,17 @@ async def test_a_pass_waits_for_the_saves_to_pause_but_not_past_the_limit(saving
 
 
 
+
+async def test_saves_that_never_stop_are_waited_for_until_the_limit_not_past_it() -> None:
+    """With saves coming at every debounce, the pass starts when the limit is reached: the last
+    wait is cut short, so the pass never starts later than the limit after the first save."""
+    wake = asyncio.Event()
+    wake.set()
+    saves = Saves(wake, 100)
+    await saves_paused(wake, 0.3, limit=2.0, sleep=saves.sleep, clock=saves.clock)
+    assert saves.now == pytest.approx(2.0)
+
+
 def _wait_for_the_helper(monkeypatch: pytest.MonkeyPatch, encoder: type) -> None:
     """Make the pass's thread wait (bounded) until the helper has taken a batch, so that both work."""
     embed, helping = encoder.__call__, threading.Event()
