@@ -43,7 +43,8 @@ def create_retrieval(database: Database, client: Any, tokenizer: Tokenizer, *,
     stay. ``on_freed`` runs when much memory was just freed: indexes released, or an index pass that
     embedded many sentences (the encoder's working arrays). ``cache_dir``: where jieba's dictionary,
     once built, is kept for the next start (none: built at each start). ``spare_core``: whether the
-    server's other core is idle now; index passes then embed on it too (services/retrieval/batches.py).
+    server's other core is idle now (no assembly for a while); index passes then embed on it too
+    (services/retrieval/batches.py).
     """
     from services.context.counting import CountCache
     from services.retrieval.embeddings import choose_embedding

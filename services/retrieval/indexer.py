@@ -81,8 +81,8 @@ class Indexer:
         self.state = IndexState(LAYOUT, embedding, tokenizer)
         self._max_bytes = max_bytes
         self.stop = stop or threading.Event()
-        # Whether the server's other core is idle now (no assembly holds or waits for a turn): then a
-        # helper thread embeds batches too. Asked from the index threads.
+        # Whether the server's other core is idle now (no assembly has held or waited for a turn for a
+        # while, main/stores.py): then a helper thread embeds batches too. Asked from the index threads.
         self.spare_core = spare_core
         self.batch = batch  # sentences embedded between checks of ``stop`` and of the spare core
 
