@@ -73,6 +73,17 @@ def kept_recent(assembly: Assembly, context: ChatContext) -> tuple[str, ...]:
                  if f"{ITEM_PREFIX}{n}" in kept)
 
 
+def kept_context(assembly: Assembly, plan: Plan, context: ChatContext) -> ChatContext:
+    """What of ``context`` made the prompt: no summary, message or question once the block that
+    holds the recent messages went whole (over ``contextBudget``, or with it the whole prompt)."""
+    where = plan.placed.get(RECENT_SOURCE)
+    block = assembly.layers.get(where[0]) if where is not None else None
+    if block is not None and not block.text:
+        return ChatContext(None, (), None, context.current)
+    return ChatContext(context.summary, kept_recent(assembly, context), context.last_assistant_question,
+                       context.current)
+
+
 def build(plan: Plan, context: ChatContext, budgets: Budgets, counter: CountCache, language: str,
           project_id: str = NO_PROJECT) -> Assembly:
     """The prompt for the intent call, within ``budgets`` (CPU work: run it off the event loop

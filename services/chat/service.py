@@ -25,7 +25,7 @@ import structlog
 from services.chat.extractive import summarize_intents
 from services.chat.intents import Conversation, Intent, Resolved, resolve_intent
 from services.chat.normalize import Normalizer
-from services.chat.prompt import PROFILE, Budgets, build, kept_recent
+from services.chat.prompt import PROFILE, Budgets, build, kept_context
 from services.chat.sessions import (
     ChatContext,
     ChatMessage,
@@ -148,10 +148,9 @@ class ChatService:
             if isinstance(fixed, int):
                 fields["fixedTokens"] = fixed
             raise ChatBudgetTooSmall(None, **fields) from None
-        kept = ChatContext(context.summary, kept_recent(assembly, context), context.last_assistant_question,
-                           context.current)
+        kept = kept_context(assembly, plan, context)
         state = self._summaries.get(session.id)
-        source = state.source if state is not None and context.summary is not None else None
+        source = state.source if state is not None and kept.summary is not None else None
         warnings = list(assembly.warnings)
         if source == "extractive":
             warnings.append(FALLBACK_NOTE[language])

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.chat.prompt import PROFILE, Budgets, build, kept_recent
+from services.chat.prompt import PROFILE, Budgets, build, kept_context, kept_recent
 from services.chat.sessions import ChatContext
 from services.context.plan import Plan
 from services.errors import InputTooLarge
@@ -102,22 +102,59 @@ def test_a_budget_that_cannot_hold_instructions_and_message_is_refused() -> None
     assert caught.value.fields["fixedTokens"] > 100
 
 
+def fixed_tokens(current: str) -> int:
+    """The instructions and the current message alone: a context budget of one token drops the block."""
+    return build(plan(), ChatContext(None, (), None, current), Budgets(4096, 1), counter(), "en").token_count
+
+
+def test_a_block_over_the_context_budget_without_messages_goes_whole() -> None:
+    """A summary and question over ``contextBudget`` once every recent message is gone: the block
+    goes whole (reason context_budget), and the structured context says nothing of it."""
+    summary = "The user went through the lighthouse chapters one by one, then asked for the storm."
+    context = ChatContext(summary, ("open chapter 4",), "Do you want the storm chapter?", "chapter 16")
+    assembly = build(plan(), context, Budgets(4096, 10), counter(), "en")
+    assert assembly.layers["context"].text == ""
+    assert [r.step for r in assembly.reductions] == ["cap_recent", "cap_block"]
+    assert assembly.prompt.endswith("\n\nCurrent user message: chapter 16")
+    assert "Summary" not in assembly.prompt
+    assert kept_context(assembly, plan(), context) == ChatContext(None, (), None, "chapter 16")
+
+
+def test_a_token_budget_between_the_fixed_parts_and_the_block_drops_the_block() -> None:
+    """A ``tokenBudget`` that holds the instructions and the current message but not the block is
+    met by dropping the block whole, not refused."""
+    context = ChatContext(None, ("open chapter 1",), "Do you want the lighthouse book or the storm book?",
+                          "chapter 2")
+    fixed = fixed_tokens("chapter 2")
+    for budget in (fixed, fixed + 2):
+        assembly = build(plan(), context, Budgets(budget, 1024), counter(), "en")
+        assert assembly.token_count == counter().count(assembly.prompt) <= budget
+        assert [r.step for r in assembly.reductions] == ["drop_recent", "drop_block"]
+        assert kept_context(assembly, plan(), context) == ChatContext(None, (), None, "chapter 2")
+
+
+def test_a_kept_block_keeps_its_summary_and_question() -> None:
+    """While the block is in the prompt, the structured context holds its summary and question."""
+    context = ChatContext("User asked for chapter 5.", ("open chapter 4",), "Chapter 5?", "yes")
+    assembly = build(plan(), context, ROOMY, counter(), "en")
+    assert kept_context(assembly, plan(), context) == context
+
+
 @settings(max_examples=40, deadline=None)
 @given(recent=st.lists(st.text(min_size=1, max_size=80).filter(str.strip), max_size=8),
        summary=st.none() | st.text(min_size=1, max_size=300).filter(str.strip),
+       question=st.none() | st.text(min_size=1, max_size=120).filter(str.strip),
        context_budget=st.integers(min_value=1, max_value=400),
        slack=st.integers(min_value=0, max_value=300))
-def test_token_count_is_exact_and_within_budget(recent: list[str], summary: str | None,
+def test_token_count_is_exact_and_within_budget(recent: list[str], summary: str | None, question: str | None,
                                                 context_budget: int, slack: int) -> None:
-    """For any messages and budgets that hold the fixed parts, tokenCount equals the tokenizer's
-    count of the prompt, never exceeds the budget, and the kept messages are the newest ones."""
-    context = ChatContext(summary, tuple(recent), None, "chapter 5")
-    fixed = build(plan(), ChatContext(None, (), None, "chapter 5"), ROOMY, counter(), "en").token_count
-    budget = fixed + slack
-    try:
-        assembly = build(plan(), context, Budgets(budget, context_budget), counter(), "en")
-    except InputTooLarge:
-        return  # a summary alone over what is left: the last resort could not help, refused
+    """For any messages and any budget that holds the instructions and the current message,
+    tokenCount equals the tokenizer's count of the prompt and never exceeds the budget, the block
+    never exceeds the context budget, and the kept messages are the newest ones."""
+    context = ChatContext(summary, tuple(recent), question, "chapter 5")
+    budget = fixed_tokens("chapter 5") + slack
+    assembly = build(plan(), context, Budgets(budget, context_budget), counter(), "en")
     assert assembly.token_count == counter().count(assembly.prompt) <= budget
+    assert assembly.layers["context"].tokens <= context_budget
     kept = kept_recent(assembly, context)
     assert kept == tuple(recent[len(recent) - len(kept):])
