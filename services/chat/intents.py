@@ -25,7 +25,7 @@ from services.chat.resolve import (
     resolve_document,
     resolve_project,
 )
-from services.chat.targets import Language, Target, describe, messages_language
+from services.chat.targets import Language, Target, describe, find_target, messages_language
 from services.chat.workspace import Workspace
 
 Outcome = Literal["document", "project", "ambiguous", "not_found", "clarify", "unsupported", "search",
@@ -106,7 +106,23 @@ async def resolve_intent(intent: Intent, conversation: Conversation, workspace: 
         return Resolved("not_found", reply=_NO_NAME[language], project_id=project_id)
     documents = [DocumentCandidate(document_id, title) for document_id, title in
                  await workspace.documents(project_id)]
-    return _decided(resolve_document(target, documents, current_document_id), target, project_id)
+    resolution = resolve_document(target, documents, current_document_id)
+    numbered = _numbered_name(target)
+    if resolution.status == "none" and numbered is not None:
+        # A name that spells a chapter's number ("第五章", "chapter five", "ch05") in another
+        # script than the project's titles: it names that number.
+        resolution = resolve_document(numbered, documents, current_document_id)
+    return _decided(resolution, target, project_id)
+
+
+def _numbered_name(target: Target) -> Target | None:
+    """``target`` by the chapter number its name spells, when it spells one."""
+    if target.number is not None or target.name is None:
+        return None
+    found = find_target(target.name)
+    if found is None or found.number is None or found.name is not None or found.relative is not None:
+        return None
+    return Target("open", "chapter", number=found.number, language=target.language)
 
 
 def _document_target(intent: Intent, language: Language) -> Target | None:

@@ -33,6 +33,28 @@ async def test_a_number_sent_as_the_name_still_counts() -> None:
     assert resolved.document_id == "ch05.md"
 
 
+@pytest.mark.parametrize(("name", "project", "document"), [
+    ("第五章", "p1", "ch05.md"), ("第5章", "p1", "ch05.md"), ("第十五章", "p1", "ch15.md"),
+    ("chapter five", "p1", "ch05.md"), ("chapter 5", "p2", "第五章.md"), ("ch05.md", "p2", "第五章.md"),
+])
+async def test_a_name_that_spells_a_number_in_the_other_script_names_that_chapter(
+        name: str, project: str, document: str) -> None:
+    """A chapter named in Chinese finds an English project's chapter of that number, and the other
+    way round, when no title or filename matches the name itself."""
+    intent = Intent("open_document", name=name)
+    resolved = await resolve_intent(intent, talk(name, project=project), WORKSPACE)
+    assert (resolved.outcome, resolved.document_id) == ("document", document)
+
+
+async def test_a_name_found_as_a_name_is_not_read_as_a_number() -> None:
+    """A title that matches the name wins: the number it may spell is only a fallback."""
+    intent = Intent("open_document", name="灯塔（上）")
+    resolved = await resolve_intent(intent, talk("灯塔（上）", project="p2"), WORKSPACE)
+    assert resolved.document_id == "灯塔上.md"
+    missing = await resolve_intent(Intent("open_document", name="第九章"), talk("第九章"), WORKSPACE)
+    assert missing.outcome == "not_found"
+
+
 async def test_an_ambiguous_name_lists_candidates_and_asks() -> None:
     """Two equal titles: both candidates, and a question naming them."""
     resolved = await resolve_intent(Intent("open_document", name="The Lighthouse"), talk("the lighthouse"),
