@@ -8,6 +8,7 @@ rolled up once each of its paragraphs has a current summary, a chapter once each
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -62,7 +63,11 @@ def page_unit(page: Page) -> Unit:
 
 
 def chapter_unit(chapter: Chapter) -> Unit:
-    return Unit("chapter", str(chapter.index), (chapter.start_page, chapter.end_page), chapter.hash)
+    # A chapter's summary cites page numbers: when its pages are renumbered (an earlier chapter
+    # grew or shrank, another page size) it is no longer current, though its text is the same.
+    pages = (chapter.start_page, chapter.end_page)
+    made_for = f"{chapter.hash}\n{pages[0]}-{pages[1]}".encode()
+    return Unit("chapter", str(chapter.index), pages, hashlib.sha256(made_for).hexdigest())
 
 
 def units(book: Book, level: Level) -> list[Unit]:

@@ -81,6 +81,19 @@ async def test_an_edit_makes_only_the_changed_units_stale(reading: ReadingServic
     assert [p.unit.name for p in left.ready] == ["p3.2"]
 
 
+async def test_a_chapter_whose_pages_are_renumbered_is_stale(reading: ReadingService,
+                                                            project: ProjectRecord) -> None:
+    """Chapter 2's text is unchanged, but chapter 1 lost a page: its summary cites the old page
+    numbers, so it is stale and leaves the prompt's parts, and the chapter asks to be summarised
+    again once its pages are."""
+    await reading.put(project.id, "chapter", "2", summary(3))
+    assert [c["summary"] for c in (await reading.layout(project.id))["chapters"]] == ["missing", "current"]
+    reading.docs["ch1.md"] = "Mira climbed the stair.\n\nThe lamp was cold.\n\nHan waited below."  # type: ignore[attr-defined]
+    layout = await reading.layout(project.id)
+    assert [(c["startPage"], c["summary"]) for c in layout["chapters"]] == [(1, "missing"), (2, "stale")]
+    assert layout["summaries"]["chapter"] == 0
+
+
 async def test_put_refuses_spoilers_oversize_and_unknown_units(reading: ReadingService,
                                                                project: ProjectRecord) -> None:
     """A page summary citing a later page is READING_SPOILER at its path; an unknown unit is refused."""
