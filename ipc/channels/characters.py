@@ -24,7 +24,7 @@ from ipc.registry import Registry
 from services.characters.conversations import Conversation, StoredMessage
 from services.characters.display import display
 from services.characters.options import ConversationOptions, ignored
-from services.characters.service import MAX_MESSAGE_CHARS, CharacterChat, Event
+from services.characters.service import MAX_MESSAGE_CHARS, Assembled, CharacterChat, Event
 from services.errors import (
     Backpressure,
     CharacterNotFound,
@@ -181,6 +181,11 @@ def _event(e: Event) -> EventWire:
     return EventWire(kind=e.kind, status=e.status, stored=e.stored, warning=e.warning)
 
 
+def _memory_use(done: Assembled) -> MemoryUse:
+    memory, tokens = done.memory_used()
+    return MemoryUse(count=memory.count, memory_ids=list(memory.ids), tokens=tokens)
+
+
 def register_characters(registry: Registry, chat: CharacterChat) -> None:
     @registry.method("chat:conversation:create", params=CreateParams, result=CreateResult,
                      summary="Start a conversation between two of the project's characters on a template.",
@@ -256,10 +261,7 @@ def register_characters(registry: Registry, chat: CharacterChat) -> None:
         fields = result_fields(done.outcome)
         fields["messages"] = [MessageInfo(role=m.role, content=m.content) for m in done.messages]
         fields["warnings"] = [*done.outcome.assembly.warnings, *done.warnings]
-        memory_tokens = done.outcome.assembly.layers.get("memory")
         return ChatAssembleResult(
-            **fields, conversation_id=params.conversation_id,
-            memory=MemoryUse(count=done.memory.count, memory_ids=list(done.memory.ids),
-                             tokens=memory_tokens.tokens if memory_tokens else 0),
+            **fields, conversation_id=params.conversation_id, memory=_memory_use(done),
             history_candidates=done.history_candidates)
 

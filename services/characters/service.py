@@ -30,9 +30,16 @@ from services.characters.conversations import Conversation, ConversationStore, R
 from services.characters.display import display
 from services.characters.memories import MEMORY_TYPES, MemoryDraft, TypedMemoryStore, checked_draft
 from services.characters.options import ConversationOptions
+from services.characters.recall import EMPTY as EMPTY_RECOLLECTION
 from services.characters.recall import RecallSettings, Recollection, recall
 from services.context.models import Message
-from services.errors import CharacterNotFound, ChatMessageTooLong, InvalidInput, ProfileNotFound
+from services.errors import (
+    CharacterNotFound,
+    ChatMessageTooLong,
+    InputTooLarge,
+    InvalidInput,
+    ProfileNotFound,
+)
 from services.knowledge.records import KgEntityRecord
 from services.profiles.plans import PlanSource
 from services.summaries.seam import Completer, CompletionUnavailable, Summarizer
@@ -78,6 +85,14 @@ class Assembled:
     history_candidates: int
     warnings: tuple[str, ...]
 
+    def memory_used(self) -> tuple[Recollection, int]:
+        """The recalled memories that reached the prompt and the memory block's tokens: none when
+        the template's block was dropped for the budget."""
+        block = self.outcome.assembly.layers.get(MEMORY_SECTION)
+        if block is None:
+            return self.memory, 0
+        return (self.memory, block.tokens) if block.text else (EMPTY_RECOLLECTION, 0)
+
 
 @dataclass(frozen=True, slots=True)
 class _Window:
@@ -93,6 +108,10 @@ class _Pending:
     events: list[Event] = field(default_factory=list)
     done: dict[str, int] = field(default_factory=dict)  # background steps finished, by kind
     unread: list[str] = field(default_factory=list)
+
+
+# The memory block's section in the built-in templates (and those that extend them).
+MEMORY_SECTION = "memory"
 
 
 def template_names(name: str) -> list[str]:
@@ -241,6 +260,7 @@ class CharacterChat:
                                   profile_id=conv.template, variables=values, published=published,
                                   providers=(history.HistoryProvider(tuple(candidates)),))
         outcome = await self._context.assemble(request)
+        _require_newest(outcome, candidates, counter.count)
         by_id = {e.item_id: e for e in candidates}
         messages = history.turn_messages(outcome.assembly, outcome.system_prompt, by_id)
         pending = self._pending.get(conversation_id)
@@ -390,6 +410,19 @@ class CharacterChat:
             if wanted not in entities:
                 raise CharacterNotFound(characterId=wanted)
         return entities[system_id], entities[user_id]
+
+
+def _require_newest(outcome: Outcome, candidates: Sequence[history.Entry],
+                    count: Callable[[str], int]) -> None:
+    """The newest message always stays: a prompt that had to drop it to fit answers nothing the
+    model could reply to, so the call is refused, saying how large the message is."""
+    if not candidates:
+        return
+    newest = max(candidates, key=lambda e: e.seq)
+    if any(r.id == newest.item_id and r.fate != "dropped" for r in outcome.assembly.reports):
+        return
+    raise InputTooLarge("The newest message does not fit the conversation's token budget",
+                        total=outcome.assembly.budget.total, newestTokens=count(newest.text))
 
 
 def clip_sentences(text: str, limit: int) -> str:

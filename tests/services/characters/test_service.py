@@ -475,7 +475,7 @@ async def test_the_prompt_never_passes_its_budget(parts: Parts, pair: Pair, budg
                                                   memory_budget: int) -> None:
     """For any message lengths and counts, window, reserve and memory budget, tokenCount is at most
     budget.total (the window less the reserve); the kept history is the newest messages, and the
-    newest one is kept whenever it fits beside the sections that are never cut."""
+    newest one is always among them: a newest message that cannot fit refuses the assembly."""
     reserve = max(0, budget - room)
     conversation = await start(parts, pair, tokenBudget=budget, outputReserve=reserve,
                                memoryBudget=memory_budget)
@@ -488,14 +488,29 @@ async def test_the_prompt_never_passes_its_budget(parts: Parts, pair: Pair, budg
     lines = [" ".join(f"m{n}w{k}" for k in range(length)) for n, length in enumerate(lengths)]
     for n, line in enumerate(lines):
         await parts.chat.add(conversation.id, ("user", "assistant")[n % 2], line)
-    assembly = (await parts.chat.assemble(conversation.id)).outcome.assembly
+    refused: dict[str, object] = {}
+    try:
+        done = await parts.chat.assemble(conversation.id)
+    except InputTooLarge as exc:
+        refused = exc.fields
+    if refused:
+        assert refused["total"] == budget - reserve
+        if "newestTokens" in refused:  # else the sections that are never cut do not fit
+            speaker = ("Han", "Su")[(len(lines) - 1) % 2]
+            assert refused["newestTokens"] == COUNTER.count(f"{speaker}: {lines[-1]}")
+        return
+    assembly = done.outcome.assembly
     assert assembly.budget.total == budget - reserve
     assert assembly.token_count <= assembly.budget.total
     kept = [n for n in range(len(lines)) if re.search(rf"\bm{n}w0\b", assembly.prompt)]
     assert kept == list(range(len(lines) - len(kept), len(lines)))
+    assert kept[-1:] == list(range(len(lines)))[-1:]
     fixed = sum(assembly.layers[s].tokens for s in ("identity", "rules", "rating", "perspective"))
-    if lines and fixed + COUNTER.count(f"Han: {lines[-1]}") + SEPARATORS <= assembly.budget.total:
-        assert kept[-1:] == [len(lines) - 1]
+    if lines:  # a refusal comes only when the newest message could not fit
+        assert fixed + COUNTER.count(f"Han: {lines[-1]}") <= assembly.budget.total
+    memory, tokens = done.memory_used()
+    block = assembly.layers.get("memory")  # absent without recalled memories (its condition)
+    assert (memory.count > 0) == (tokens > 0) == bool(block is not None and block.text)
 
 
 async def test_fixed_sections_past_the_budget_refuse_the_assembly(parts: Parts, pair: Pair) -> None:
