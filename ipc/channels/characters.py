@@ -192,7 +192,9 @@ def register_characters(registry: Registry, chat: CharacterChat) -> None:
                      errors=(ProjectNotFound, CharacterNotFound, ProfileNotFound, InvalidParams))
     async def create(params: CreateParams, ctx: CallContext) -> CreateResult:
         try:
-            options = ConversationOptions.model_validate(params.options)
+            # As the dispatcher binds params: strictly, by wire name ("20" is no integer).
+            options = ConversationOptions.model_validate(params.options, strict=True, by_alias=True,
+                                                         by_name=False)
         except ValidationError as exc:
             errors = describe_validation(exc)
             for error in errors:

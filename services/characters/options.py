@@ -85,9 +85,8 @@ class ConversationOptions(_Model):
 
 
 def ignored(raw: dict[str, Any]) -> list[str]:
-    """The option names ``raw`` holds that no prompt uses."""
-    known = {f.alias or name for name, f in ConversationOptions.model_fields.items()} | set(
-        ConversationOptions.model_fields)
+    """The option names ``raw`` holds that no prompt uses (options are known by wire name only)."""
+    known = {f.alias or name for name, f in ConversationOptions.model_fields.items()}
     return sorted(k for k in raw if k not in known)
 
 

@@ -267,7 +267,8 @@ async def test_without_a_completion_client_keyframes_fall_back_and_nothing_is_ex
 
 
 async def test_errors_have_stable_codes(rpc: RpcClient, project: Project) -> None:
-    """Unknown conversation, character and template, and bad options, each answer a stable code."""
+    """Unknown conversation, character and template, and bad options, each answer a stable code;
+    options are typed strictly, as every param is: no integer from "20", 4096.0 or true."""
     su = await character(rpc, project, "Su Wan")
     missing = await rpc_error(rpc, "chat:assemble", {"conversationId": "0123456789abcdef"})
     assert missing["data"]["code"] == "CONVERSATION_NOT_FOUND"
@@ -281,6 +282,12 @@ async def test_errors_have_stable_codes(rpc: RpcClient, project: Project) -> Non
                                                             "options": {"rating": "X"}})
     assert bad["data"]["code"] == "INVALID_PARAMS"
     assert bad["data"]["errors"][0]["loc"] == ["options", "rating"]
+    for name, value in (("keyframeEvery", "20"), ("tokenBudget", 4096.0), ("remindEvery", True),
+                        ("imageTokens", 1), ("minSimilarity", "0.5"), ("includeScene", "false")):
+        loose = await rpc_error(rpc, "chat:conversation:create", {**base, "userCharacterId": su,
+                                                                  "options": {name: value}})
+        assert loose["data"]["code"] == "INVALID_PARAMS"
+        assert loose["data"]["errors"][0]["loc"] == ["options", name]
     cid = await conversation(rpc, project, su, su)
     await rpc.call("chat:conversation:delete", {"conversationId": cid})
     gone = await rpc_error(rpc, "chat:message:list", {"conversationId": cid})

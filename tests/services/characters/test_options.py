@@ -98,11 +98,11 @@ def test_snake_case_names_are_accepted_too() -> None:
 
 def test_ignored_names_the_seed_fields_no_prompt_uses() -> None:
     """Fields of the seed's chat configuration that shape no prompt are accepted, and ignored()
-    names them, sorted; fields that do are not named."""
+    names them, sorted, with a field named in Python's spelling; fields that do are not named."""
     raw = {"rating": "M", "model": "dolphin-llama3", "stream": True, "serverUrl": "http://x",
            "tokenBudget": 4096, "keyframeEvery": 10, "token_budget": 4096}
     assert options(**raw).rating == "M"
-    assert ignored(raw) == ["model", "serverUrl", "stream"]
+    assert ignored(raw) == ["model", "serverUrl", "stream", "token_budget"]  # wire names only
     assert ignored({}) == []
 
 
