@@ -172,12 +172,13 @@ def register_typed_memory(registry: Registry, memories: TypedMemoryStore, charac
 
     @registry.method("memory:typed:search", params=SearchParams, result=RecalledList,
                      summary="The pair's memories in scope (and the conversation's own), by importance, "
-                             "recency and similarity to `query`.",
+                             "recency and similarity to `query`; for a pair with none yet, each "
+                             "character's own PERSONALITY and PREFERENCE memories, as a prompt recalls them.",
                      errors=(ProjectNotFound, CharacterNotFound, ConversationNotFound, InvalidParams))
     async def search(params: SearchParams, ctx: CallContext) -> RecalledList:
         await check_pair(params.project_id, params.system_character_id, params.user_character_id,
                          params.conversation_id)
-        found = await memories.search(params.project_id, MemoryQuery(
+        found = await memories.search_or_personal(params.project_id, MemoryQuery(
             params.system_character_id, params.user_character_id, params.conversation_id,
             frozenset(params.types) if params.types is not None else None, params.query,
             params.limit, params.min_similarity))

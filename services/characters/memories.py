@@ -433,6 +433,19 @@ class TypedMemoryStore:
             col(TypedMemoryRow.scope) == "pair", limit=max(limit, 0))
         return [Recalled(memory, None) for memory in found]
 
+    async def search_or_personal(self, project_id: str, query: MemoryQuery) -> builtins.list[Recalled]:
+        """:meth:`search`; for a pair with no memory yet (a new pairing), each character's own
+        memories of the personal types (those of ``query.types``), as a prompt recalls them."""
+        found = await self.search(project_id, query)
+        pair = pair_key(query.system_character_id, query.user_character_id)
+        if found or await self.has_pair(project_id, pair):
+            return found
+        types = PERSONAL_TYPES if query.types is None else PERSONAL_TYPES & query.types
+        if not types:
+            return []
+        return await self.personal(project_id, (query.system_character_id, query.user_character_id),
+                                   types, limit=query.limit)
+
     async def search(self, project_id: str, query: MemoryQuery) -> builtins.list[Recalled]:
         """The pair's memories in scope (pair scope, plus the conversation's own when it is given),
         of ``types``, ranked by importance, recency, similarity and id, at most ``limit``.

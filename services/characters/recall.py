@@ -265,10 +265,9 @@ async def recall(store: TypedMemoryStore, project_id: str, *, system_id: int, us
         latest = text[-QUERY_CHARS:] if text else None  # the encoder sees a bounded text: the latest words
         found = await store.search(project_id, MemoryQuery(
             system_id, user_id, conversation_id, None, latest, settings.limit, settings.min_similarity))
-    elif await store.has_pair(project_id, pair):
-        found = await store.search(project_id, MemoryQuery(system_id, user_id, limit=settings.limit))
     else:
-        found = await store.personal(project_id, (system_id, user_id), limit=settings.limit)
+        query = MemoryQuery(system_id, user_id, limit=settings.limit)
+        found = await store.search_or_personal(project_id, query)
     memories = [recalled.memory for recalled in found]
     keyframe = await store.last_keyframe(project_id, pair, conversation_id)
     last = ""

@@ -320,6 +320,25 @@ async def test_pairs_keyframes_and_personal_memories(project: ProjectRecord,
     assert summaries(await store.personal(project.id, (C, B), limit=2)) == ["C fears the dark", "B loves tea"]
 
 
+async def test_a_new_pairing_searches_each_characters_personal_memories(project: ProjectRecord,
+                                                                        store: TypedMemoryStore) -> None:
+    """search_or_personal is search for a pair with memories, and for a pair with none each
+    character's personality and preference memories (only those of the types asked)."""
+    await store.add(project.id, draft("A is stubborn", "PERSONALITY", 6, character_id=A))
+    await store.add(project.id, draft("A and B met at dawn", "EVENT", 7))
+    new_pair = MemoryQuery(A, C)
+    assert await store.search(project.id, new_pair) == []
+    assert summaries(await store.search_or_personal(project.id, new_pair)) == ["A is stubborn"]
+    assert summaries(await store.search_or_personal(project.id, MemoryQuery(A, C, text="stubborn"))) == \
+        ["A is stubborn"]
+    assert await store.search_or_personal(project.id, MemoryQuery(A, C, types=frozenset({"EVENT"}))) == []
+    known = MemoryQuery(A, B, types=frozenset({"EVENT"}))
+    assert await store.search_or_personal(project.id, known) == await store.search(project.id, known)
+    await store.add(project.id, draft("only in c7", "FACT", 5, system=A, user=C, scope="conversation",
+                                      conversation_id="c7"))
+    assert await store.search_or_personal(project.id, new_pair) == []  # the pair has memories now
+
+
 async def test_a_failed_vector_write_is_repaired_by_the_next_search(
         project: ProjectRecord, store: TypedMemoryStore, index: MemoryIndex,
         monkeypatch: pytest.MonkeyPatch) -> None:
