@@ -186,4 +186,4 @@ def register_character_chat(registry: Registry, config: Config, services: Servic
                                wait=config.completion_timeout + 5)
     services.stoppers.append(characters.aclose)
     register_characters(registry, characters)
-    register_typed_memory(registry, memories, kg.list, conversations.pair)
+    register_typed_memory(registry, memories, kg.list, conversations.pair, conversations.has_message)

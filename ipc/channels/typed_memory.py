@@ -39,10 +39,12 @@ from services.characters.memories import (
 )
 from services.errors import CharacterNotFound, ConversationNotFound, MemoryNotFound
 from services.knowledge.records import KgEntityRecord
+from services.projects.inputs import invalid
 from services.segments.records import unicode_text
 
 Characters = Callable[[str], Awaitable[Sequence[KgEntityRecord]]]
 ConversationPair = Callable[[str, str], Awaitable[tuple[int, int]]]
+ConversationMessage = Callable[[str, str, int], Awaitable[bool]]
 Types = Annotated[list[MemoryType], Field(max_length=len(MEMORY_TYPES))]
 QueryText = Annotated[str, StringConstraints(max_length=2000), AfterValidator(unicode_text)]
 MAX_SEARCHED = 200
@@ -112,12 +114,14 @@ class Deleted(WireModel):
 
 
 def register_typed_memory(registry: Registry, memories: TypedMemoryStore, characters: Characters,
-                          conversation_pair: ConversationPair) -> None:
+                          conversation_pair: ConversationPair,
+                          conversation_message: ConversationMessage) -> None:
     """Add memory:typed:add, :list, :search and :delete to ``registry``.
 
     ``characters(project_id)``: the project's kg entities (ProjectNotFound for no project);
     ``conversation_pair(project_id, conversation_id)``: its (system, user) character ids, or
-    ConversationNotFound.
+    ConversationNotFound; ``conversation_message(project_id, conversation_id, message_id)``:
+    whether the message is the conversation's.
     """
 
     async def check_pair(project_id: str, system_id: int, user_id: int, conversation_id: str | None) -> None:
@@ -151,6 +155,9 @@ def register_typed_memory(registry: Registry, memories: TypedMemoryStore, charac
         draft = checked_draft(raw)  # cross-field rules first
         await check_pair(params.project_id, draft.system_character_id, draft.user_character_id,
                          draft.conversation_id)
+        if draft.message_id is not None and draft.conversation_id is not None and \
+                not await conversation_message(params.project_id, draft.conversation_id, draft.message_id):
+            raise invalid("message_id", "is not a message of the conversation")
         return _wire(TypedMemory, await memories.add(params.project_id, draft))
 
     @registry.method("memory:typed:list", params=ListParams, result=MemoryList,

@@ -148,6 +148,10 @@ class ConversationStore:
                   pruned=pruned)
         return pruned
 
+    async def has_message(self, project_id: str, conversation_id: str, message_id: int) -> bool:
+        """Whether ``message_id`` is a message of the conversation (ConversationNotFound for none)."""
+        return await asyncio.to_thread(self._has_message, project_id, conversation_id, message_id)
+
     async def pair(self, project_id: str, conversation_id: str) -> tuple[int, int]:
         """(system character id, user character id) of the conversation."""
         record = await self.get(project_id, conversation_id)
@@ -223,6 +227,12 @@ class ConversationStore:
             record = StoredMessage.model_validate(row)
             session.commit()
             return record
+
+    def _has_message(self, project_id: str, conversation_id: str, message_id: int) -> bool:
+        with self._db.session() as session:
+            _require(session, project_id, conversation_id)
+            row = session.get(_Message, message_id)
+            return row is not None and row.conversation_id == conversation_id
 
     def _messages(self, project_id: str, conversation_id: str, after_seq: int, limit: int | None,
                   newest: int | None) -> builtins.list[StoredMessage]:

@@ -29,6 +29,7 @@ MEMORY_KEYS = {"id", "projectId", "memoryType", "importance", "summary", "conten
                "characterId", "createdAt"}
 UNKNOWN_PROJECT = "0000000000000000"
 CONVERSATIONS: dict[tuple[str, str], tuple[int, int]] = {}  # (project, conversation) -> (system, user)
+MESSAGES: dict[tuple[str, str], set[int]] = {}  # (project, conversation) -> its message ids
 
 
 async def conversation_pair(project_id: str, conversation_id: str) -> tuple[int, int]:
@@ -38,12 +39,18 @@ async def conversation_pair(project_id: str, conversation_id: str) -> tuple[int,
     return pair
 
 
+async def conversation_message(project_id: str, conversation_id: str, message_id: int) -> bool:
+    await conversation_pair(project_id, conversation_id)
+    return message_id in MESSAGES.get((project_id, conversation_id), set())
+
+
 @pytest.fixture(scope="module")
 def typed_registry(services: tuple[Config, Services]) -> Registry:
     _config, opened = services
     registry = Registry()
     store = TypedMemoryStore(opened.database, MemoryIndex(opened.vectors, WordsEmbedding()))
-    register_typed_memory(registry, store, KgService(opened.database).list, conversation_pair)
+    register_typed_memory(registry, store, KgService(opened.database).list, conversation_pair,
+                          conversation_message)
     return registry
 
 
@@ -108,11 +115,14 @@ async def test_characters_must_be_entities_of_the_project(rpc: Rpc, typed: Rpc, 
 
 async def test_conversation_must_be_the_pairs(rpc: Rpc, typed: Rpc, project_id: str) -> None:
     """A conversationId must name a conversation of the project between these two characters (in
-    either role); otherwise CONVERSATION_NOT_FOUND, for add, list and search."""
+    either role); otherwise CONVERSATION_NOT_FOUND, for add, list and search. A messageId must be
+    one of that conversation's messages; otherwise INVALID_PARAMS at messageId."""
     ann, bo = await _pair(rpc, project_id)
     cy = await _character(rpc, project_id, "Cy")
     CONVERSATIONS[(project_id, "c-ab")] = (bo, ann)
     CONVERSATIONS[(project_id, "c-ac")] = (ann, cy)
+    MESSAGES[(project_id, "c-ab")] = {3}
+    MESSAGES[(project_id, "c-ac")] = {4}
     base = {"projectId": project_id, "systemCharacterId": ann, "userCharacterId": bo}
     added = await typed.call("memory:typed:add", {**base, "memoryType": "EVENT", "summary": "a storm",
                                                   "scope": "exchange", "conversationId": "c-ab",
@@ -125,6 +135,13 @@ async def test_conversation_must_be_the_pairs(rpc: Rpc, typed: Rpc, project_id: 
                               ("memory:typed:list", {"conversationId": conversation})):
             error = await typed.error(method, {**base, **extra})
             assert (error["code"], error["data"]) == (-32080, {"code": "CONVERSATION_NOT_FOUND"})
+    for message in (4, 987_654):  # another conversation's message, and none
+        for scope in ("exchange", "conversation"):
+            error = await typed.error("memory:typed:add", {**base, "memoryType": "FACT", "summary": "x",
+                                                           "scope": scope, "conversationId": "c-ab",
+                                                           "messageId": message})
+            assert (error["data"]["code"], error["data"]["errors"][0]["loc"]) == ("INVALID_PARAMS",
+                                                                                 ["messageId"])
     in_scope = await typed.call("memory:typed:search", {**base, "conversationId": "c-ab"})
     assert [m["id"] for m in in_scope["memories"]] == [added["id"]]
     assert (await typed.call("memory:typed:search", base))["memories"] == []  # exchange scope: c-ab only

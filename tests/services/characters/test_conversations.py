@@ -75,6 +75,7 @@ async def test_another_projects_conversation_is_not_found(project: ProjectRecord
         lambda: store.messages(other, cid), lambda: store.count(other, cid),
         lambda: store.add(other, cid, role="user", content="x"),
         lambda: store.set_important(other, cid, message.id, True),
+        lambda: store.has_message(other, cid, message.id),
         lambda: store.prune_keyframes(other, cid), lambda: store.delete(other, cid)]
     for call in calls:
         with pytest.raises(ConversationNotFound):
@@ -169,6 +170,18 @@ async def test_set_important(project: ProjectRecord, store: ConversationStore) -
         await store.set_important(project.id, other.id, message.id, True)
     with pytest.raises(ConversationNotFound):
         await store.set_important(project.id, "missing", message.id, True)
+
+
+async def test_has_message_knows_the_conversations_own(project: ProjectRecord,
+                                                       store: ConversationStore) -> None:
+    """has_message: true for a message of the conversation, false for another's or none."""
+    conversation = await new(store, project)
+    other = await new(store, project)
+    mine = await store.add(project.id, conversation.id, role="user", content="hello")
+    theirs = await store.add(project.id, other.id, role="user", content="hi")
+    assert await store.has_message(project.id, conversation.id, mine.id)
+    assert not await store.has_message(project.id, conversation.id, theirs.id)
+    assert not await store.has_message(project.id, conversation.id, theirs.id + 1000)
 
 
 async def test_delete_removes_messages(project: ProjectRecord, database: Database,
