@@ -100,6 +100,7 @@ class StepPlan:
     warn: Literal["below_minimum", "overbudget"] | None = None
     groups: bool = False  # drop_lowest: whole groups at a time
     keep: int = 0  # drop_lowest: items (or groups) the step always leaves
+    boundary: Literal["near", "sentence"] = "near"  # cut_far_end on text parts: where cuts may land
 
     @property
     def name(self) -> str:

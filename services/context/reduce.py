@@ -31,7 +31,7 @@ from services.context.plan import Plan, SectionPlan, StepPlan, localize
 from services.context.precut import Tail
 from services.context.render import SEPARATOR, Frame, join_sections, render_section, window_body, wrap
 from services.context.screening import Screened, dropped
-from services.context.trim import first_true, keep_head, keep_tail
+from services.context.trim import first_true, keep_head, keep_sentences, keep_tail
 from services.errors import InputTooLarge
 
 if TYPE_CHECKING:
@@ -473,7 +473,14 @@ def cut_far_end(state: State, section_id: str, step: StepPlan | None, target: in
             text = state.texts.get(key, "")
             if excess <= 0 or not text:
                 break
-            state.texts[key] = keep_head(text, max(state.count(text) - excess, 0), state.count)
+            room = max(state.count(text) - excess, 0)
+            if step is not None and step.boundary == "sentence":
+                head = keep_sentences(text, room, state.count)
+                if not head and step.floor == "minimum":
+                    break  # no sentence end fits: left whole, for a step that may empty it
+                state.texts[key] = head
+            else:
+                state.texts[key] = keep_head(text, room, state.count)
             changed = True
     if changed:
         state.mark(section_id)

@@ -2,7 +2,7 @@
 
 Cuts land on a sentence boundary (。！？.!? and line ends, with any closing
 quotes) when one is near, so the model never sees half a sentence at the far
-edge of the window.
+edge of the window; :func:`keep_sentences` only ever cuts on one.
 """
 
 from __future__ import annotations
@@ -138,3 +138,31 @@ def keep_head(text: str, max_tokens: int, count: Count, locate: Locate | None = 
             # Token counts are not monotonic in length: a shorter prefix can cost more.
             return snapped if count(snapped) <= max_tokens else text[:end]
     return text[:end]
+
+
+def keep_sentences(text: str, max_tokens: int, count: Count) -> str:
+    """The longest prefix of ``text`` within ``max_tokens`` that ends a sentence (with its closing
+    quotes), however far back that end is: ``""`` when not even the first sentence fits."""
+    if max_tokens <= 0 or not text:
+        return ""
+    if count(text) <= max_tokens:
+        return text
+    ends = []
+    for i, char in enumerate(text):
+        if char in _ENDS:
+            j = i + 1
+            while j < len(text) and text[j] in _CLOSERS and not text[j].isspace():
+                j += 1
+            ends.append(j)
+    # Counts grow with the prefix (near enough: the check below keeps the answer within budget).
+    lo, hi = 0, len(ends)  # the first lo ends fit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[:ends[mid - 1]]) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    for k in range(lo, 0, -1):
+        if count(text[:ends[k - 1]]) <= max_tokens:
+            return text[:ends[k - 1]]
+    return ""

@@ -273,6 +273,7 @@ class _Builder:
                     warn=step.get("warn"),
                     groups=bool(step.get("groups")),
                     keep=int(step.get("keep", 0)),
+                    boundary=step.get("boundary", "near"),
                 )
             )
         return tuple(out)

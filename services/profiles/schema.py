@@ -133,6 +133,12 @@ class Step(_Model):
     )
     keep: int = Field(default=0, ge=0, le=10_000,
                       description="drop_lowest: items (or groups) this step always leaves")
+    boundary: Literal["near", "sentence"] = Field(
+        default="near",
+        description="cut_far_end on text parts: near: on a sentence end when one is near, else "
+        "anywhere; sentence: only on a sentence end, however far back (with floor minimum, a text "
+        "whose first sentence does not fit is left whole)",
+    )
     groups: bool = Field(default=False,
                          description="drop_lowest: whole groups (e.g. an NPC), lowest key first")
     reason: Reason | dict[PartId, Reason] | None = Field(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.context.trim import keep_head, keep_tail
+from services.context.trim import keep_head, keep_sentences, keep_tail
 from tests.services.context.factory import counter
 
 # Mixed prose: Chinese, English, emoji, sentence ends, closing quotes and line breaks.
@@ -178,3 +178,43 @@ def test_a_good_guess_costs_a_few_counts_instead_of_one_per_halving() -> None:
     asked.clear()
     keep_tail(text, 1000, count, lambda _text, _max, _tail: 2000)
     assert (halving, len(asked)) == (14, 4)
+
+
+ENDS = "。！？!?.…\n"
+
+
+def _with_closers(text: str, end: int) -> str:
+    """The text up to the sentence end at ``end``, with the closing quotes right after it."""
+    j = end + 1
+    while j < len(text) and text[j] in "\"'”’」』）)】":
+        j += 1
+    return text[:j]
+
+
+def test_keep_sentences_ends_on_a_sentence_end_however_far_back() -> None:
+    """A budget that falls far into the second sentence keeps only the first, closing quote
+    included; not even the first sentence fitting keeps nothing."""
+    text = "“灯亮了。”她说完就走进了很长很长很长很长很长的雨里"
+    assert keep_sentences(text, 20, chars) == "“灯亮了。”"
+    assert keep_sentences(text, 5, chars) == ""
+    assert keep_sentences("I open the door.", 5, chars) == ""
+    assert keep_sentences(text, len(text), chars) == text
+    assert keep_sentences(text, 0, chars) == ""
+    assert keep_sentences("ab。”cd", 3, chars) == ""  # the end fits only without its closing quote
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=PROSE, budget=st.integers(min_value=0, max_value=130))
+def test_keep_sentences_is_the_longest_whole_sentence_prefix_that_fits(text: str, budget: int) -> None:
+    """The result is a prefix of the text within the budget (also counted by the real tokenizer),
+    and the whole text or one that ends a sentence (closing quotes after the end kept), the longest
+    such with one token a character."""
+    kept = keep_sentences(text, budget, chars)
+    assert text.startswith(kept)
+    assert len(kept) <= budget
+    if kept != text:
+        assert kept == "" or kept.rstrip("\"'”’」』）)】")[-1:] in set(ENDS)
+        later = [i for i in range(len(kept), len(text)) if text[i] in ENDS]
+        assert all(len(_with_closers(text, i)) > budget for i in later)
+    real = counter().count
+    assert real(keep_sentences(text, budget, real)) <= max(budget, 0)

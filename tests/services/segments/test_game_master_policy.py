@@ -234,6 +234,41 @@ def test_rung_1_input_cut_further_on_a_sentence_end(sentence: str) -> None:
     assert_exact_within(result, budget)
 
 
+@pytest.mark.parametrize("long_input", [
+    "我推开酒馆的门，看见吟游诗人在唱歌！我走到吧台前，问老板有没有见过一把银钥匙，同时把三枚金币放在桌上。"
+    "老板摇摇头，说昨晚有个陌生人来过？",
+    "I search the common room. Then I ask the innkeeper, quietly and at length, whether anyone saw a "
+    "stranger with a silver key last night, and I put three gold coins on the counter. He nods.",
+], ids=["chinese", "english"])
+def test_the_input_is_only_ever_cut_on_a_sentence_end(long_input: str) -> None:
+    """Whatever the budget, the input the prompt shows is all of it, nothing, or its head up to a
+    sentence end (never a half sentence, as the seed's policy says), and meta says how long."""
+    full = go(SEGMENTS, ladder_args(None, input_text=long_input))
+    top = int(full.meta["tokensEstimated"])
+    for budget in range(top - 120, top + 1):
+        try:
+            result = go(SEGMENTS, ladder_args(budget, input_text=long_input))
+        except (InputTooLarge, SegmentsCoreOverbudget):
+            continue
+        kept = body(result, "input")
+        assert long_input.startswith(kept)
+        assert kept in ("", long_input) or kept[-1] in ".。？！?!", (budget, kept)
+        if kept != long_input:
+            assert truncated(result)["inputTrimmed"] == {"fromChars": len(long_input), "toChars": len(kept)}
+        assert_exact_within(result, budget)
+
+
+def test_an_input_whose_first_sentence_is_over_its_minimum_waits_for_the_later_rungs() -> None:
+    """Cut to its minimum, an input of one long sentence would be half a sentence: it stays whole
+    while the rungs after it (here the game state's cue) can make room, and meta does not list it."""
+    one_sentence = "I search the common room for the silver key " + "and then the cellar " * 20 + "."
+    full = go(SEGMENTS, ladder_args(None, input_text=one_sentence))
+    result = go(SEGMENTS, ladder_args(int(full.meta["tokensEstimated"]) - 3, input_text=one_sentence))
+    assert body(result, "input") == one_sentence
+    assert "inputTrimmed" not in truncated(result)
+    assert steps(result) == [("game_state", "summary_cue")]
+
+
 def _budget_for_compressed_state() -> int:
     """Room for everything with the input at its minimum and game_state as its cue, no more."""
     full = _full()
