@@ -130,6 +130,8 @@ class Dispatcher:
             raise MethodNotFound()
         params = bind_params(method, call.params)
         result = await method.handler(params, ctx)
+        if call.is_notification:
+            return ""  # nobody gets a reply: nothing to serialise
         return success_reply(call.id, result.model_dump(mode="json", by_alias=True))
 
     def _name(self, call: Call) -> str:

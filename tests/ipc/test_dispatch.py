@@ -57,6 +57,15 @@ async def test_notification_returns_nothing_even_on_error(dispatcher: Dispatcher
     assert await dispatcher.dispatch(Call("test:fail", {"kind": "crash"}, NO_ID), CTX) is None
 
 
+async def test_a_notification_that_succeeds_runs_and_logs_no_error(dispatcher: Dispatcher) -> None:
+    """A notification of a method that succeeds runs its handler and gets no reply, and no error is
+    logged for the reply nobody gets."""
+    with capture_logs() as logs:
+        assert await dispatcher.dispatch(Call("system:info", None, NO_ID), CTX) is None
+        assert await dispatcher.dispatch(Call("test:echo", {"text": "x"}, NO_ID), CTX) is None
+    assert [e for e in logs if e["log_level"] in ("error", "warning")] == []
+
+
 async def test_internal_error_is_logged_with_its_id_and_no_text(dispatcher: Dispatcher) -> None:
     """An unexpected exception is logged by type and code location, with the reply's error id."""
     with capture_logs() as logs:
