@@ -17,7 +17,7 @@ import asyncio
 import time
 import traceback
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from pydantic import BaseModel, ValidationError
@@ -27,12 +27,20 @@ from ipc.errors import InternalError, InvalidParams, MethodNotFound, StrataError
 from ipc.protocol import Call, NotText, error_reply, success_reply, utf8_json
 from ipc.registry import Method, Registry
 
+M = TypeVar("M", bound=BaseModel)
+
 _MAX_LOC_PART = 64
 _MAX_REPORTED_ERRORS = 20
 
 
 def bind_params(method: Method, params: dict[str, Any] | list[Any] | None) -> BaseModel:
-    """Validate by-name or by-position params into the method's model, strictly, as the JSON they were.
+    """Validate by-name or by-position params into the method's model (:func:`bind_model`)."""
+    return bind_model(method.params, method.param_names, params)
+
+
+def bind_model(model: type[M], names: tuple[str, ...], params: dict[str, Any] | list[Any] | None) -> M:
+    """Validate by-name or by-position params into ``model``, strictly, as the JSON they were;
+    ``names``: the wire names positional params stand for, in order.
 
     One rule for every method, before its model sees anything: a string or an
     object key holding a lone surrogate is INVALID_PARAMS naming where it is
@@ -45,7 +53,6 @@ def bind_params(method: Method, params: dict[str, Any] | list[Any] | None) -> Ba
     if params is None:
         params = {}
     elif isinstance(params, list):
-        names = method.param_names
         if len(params) > len(names):
             raise InvalidParams(
                 "Invalid params: too many positional params", expected=len(names), got=len(params)
@@ -58,7 +65,7 @@ def bind_params(method: Method, params: dict[str, Any] | list[Any] | None) -> Ba
     except RecursionError:
         raise InvalidParams(errors=[_too_deep()]) from None
     try:
-        return method.params.model_validate_json(data, strict=True, by_alias=True, by_name=False)
+        return model.model_validate_json(data, strict=True, by_alias=True, by_name=False)
     except ValidationError as exc:
         raise InvalidParams(errors=describe_validation(exc)) from None
 

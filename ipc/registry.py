@@ -17,6 +17,11 @@ R = TypeVar("R", bound=BaseModel)
 Handler = Callable[[P, CallContext], Awaitable[R]]
 
 
+def wire_names(model: type[BaseModel]) -> tuple[str, ...]:
+    """Wire names of a params model's fields, in order, for by-position calls."""
+    return tuple(f.alias or n for n, f in model.model_fields.items())
+
+
 @dataclass(frozen=True, slots=True)
 class Method:
     """One callable method as the dispatcher and the OpenRPC document see it."""
@@ -32,7 +37,7 @@ class Method:
     @property
     def param_names(self) -> tuple[str, ...]:
         """Wire names of the params, in order, for by-position calls."""
-        return tuple(f.alias or n for n, f in self.params.model_fields.items())
+        return wire_names(self.params)
 
 
 class Registry:

@@ -30,19 +30,19 @@ connection; closing or draining fails every one of them at once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import structlog
-from pydantic import ValidationError
+from pydantic import StringConstraints
 
 from ipc.context import CallContext, Peer, Role
-from ipc.dispatch import Dispatcher
+from ipc.dispatch import Dispatcher, bind_model
 from ipc.errors import (
     InternalError,
+    InvalidParams,
     RequestCancelled,
     ResultTooLarge,
     RpcError,
@@ -52,6 +52,7 @@ from ipc.errors import (
 from ipc.models import WireModel
 from ipc.outbound import ClientBusy, ClientClosed, ClientRequestError, ClientTimeout
 from ipc.protocol import (
+    MAX_ID_CHARS,
     Call,
     Response,
     batch_reply,
@@ -61,6 +62,7 @@ from ipc.protocol import (
     success_reply,
     utf8_size,
 )
+from ipc.registry import wire_names
 
 CANCEL_METHOD = "$/cancelRequest"
 
@@ -72,7 +74,7 @@ _T = TypeVar("_T")
 class CancelParams(WireModel):
     """Params of ``$/cancelRequest``: the id of the request to cancel."""
 
-    id: int | float | str | None
+    id: int | float | Annotated[str, StringConstraints(max_length=MAX_ID_CHARS)] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,13 +251,13 @@ class Session:
         return None
 
     def _cancel_now(self, call: Call) -> str | None:
-        """Handle a lone ``$/cancelRequest`` at once, ahead of every limit."""
-        found = False
-        with contextlib.suppress(ValidationError, TypeError):
-            params = call.params
-            if isinstance(params, list):
-                params = {"id": params[0]} if params else {}
-            found = self.cancel(CancelParams.model_validate(params).id)
+        """Handle a lone ``$/cancelRequest`` at once, ahead of every limit, its params bound as
+        every method's are."""
+        try:
+            params = bind_model(CancelParams, wire_names(CancelParams), call.params)
+        except InvalidParams as err:
+            return None if call.is_notification else error_reply(call.id, err)
+        found = self.cancel(params.id)
         return None if call.is_notification else success_reply(call.id, {"ok": found})
 
     def cancel(self, request_id: Any) -> bool:

@@ -105,6 +105,25 @@ async def test_cancel_as_a_request_reports_whether_it_found_one() -> None:
     assert json.loads(sent[0])["result"] == {"ok": False}
 
 
+async def test_cancel_params_are_bound_as_strictly_as_every_methods() -> None:
+    """A lone $/cancelRequest with an id whose params break the wire rules (true for an id, a lone
+    surrogate in a key, an unknown name, an id longer than any request's) answers INVALID_PARAMS;
+    ``true`` does not cancel request 1."""
+    seen: list[str] = []
+    sent: list[str] = []
+    session = _session(seen, sent)
+    await session.receive(_request("test:sleep", {"seconds": 30, "label": "one"}, 1))
+    await _until(lambda: "sleep-start:one" in seen)
+    long_id = "x" * 257
+    frames = ['{"id": true}', '{"id": 1, "\\ud800": 1}', '{"id": 1, "extra": 2}', f'{{"id": "{long_id}"}}']
+    for n, params in enumerate(frames, start=10):
+        await session.receive(f'{{"jsonrpc":"2.0","method":"$/cancelRequest","params":{params},"id":{n}}}')
+    await _until(lambda: len(sent) == len(frames))
+    assert [json.loads(r)["error"]["data"]["code"] for r in sent] == ["INVALID_PARAMS"] * len(frames)
+    assert session.in_flight == 1
+    await session.close()
+
+
 async def test_notifications_are_dropped_when_the_client_lags() -> None:
     """Server notifications are skipped, and counted, while the write buffer is full."""
     sent: list[str] = []
