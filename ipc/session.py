@@ -41,6 +41,7 @@ from pydantic import StringConstraints
 from ipc.context import CallContext, Peer, Role
 from ipc.dispatch import Dispatcher, bind_model
 from ipc.errors import (
+    BatchTooLarge,
     InternalError,
     InvalidParams,
     RequestCancelled,
@@ -87,6 +88,8 @@ class SessionLimits:
 
 # A size no reply reaches, for the widest RPC_RESULT_TOO_LARGE error an entry could need.
 _WIDEST = 10**15
+# A batch's replies share one frame: a reply well under the frame limit can still be refused.
+_IN_BATCH = "The reply is larger than the room left for it in its batch's frame and was not sent"
 _MAX_UTF8_BYTES = 4  # per code point: a reply this many times its length fits in any encoding of it
 
 
@@ -101,7 +104,7 @@ class _BatchRoom:
 
     def __init__(self, limit: int, entries: Sequence[Call | str]) -> None:
         self.limit = limit
-        widest = ResultTooLarge(size=_WIDEST, limit=limit, available=_WIDEST)
+        widest = ResultTooLarge(_IN_BATCH, size=_WIDEST, limit=limit, available=_WIDEST)
         self._widest = utf8_size(error_reply(None, widest)) - len("null")  # the id aside
         self._reserved = {id(e): self._reserve(e) for e in entries}
         self.free = limit - 2 - sum(self._reserved.values())  # 2: the brackets
@@ -121,7 +124,8 @@ class _BatchRoom:
             self.free -= size + 1 - reserved
             return reply
         available = max(self.free + reserved - 1, 0)
-        refusal = error_reply(call.id, ResultTooLarge(size=size, limit=self.limit, available=available))
+        refusal = error_reply(call.id, ResultTooLarge(_IN_BATCH, size=size, limit=self.limit,
+                                                      available=available))
         self.free += reserved - utf8_size(refusal) - 1
         return refusal
 
@@ -218,6 +222,14 @@ class Session:
             await self._emit([self._cancel_now(entries[0])])
             return
         calls = [e for e in entries if isinstance(e, Call)]
+        room = _BatchRoom(self._limits.max_reply_bytes, entries) if frame.is_batch else None
+        if room is not None and room.free < 0:
+            # Not even an error for each entry would fit one frame (ids that long, a frame that
+            # small): refused whole, before any entry runs, so that none acts unanswered.
+            too_large = BatchTooLarge("Invalid Request: the batch's answers cannot all fit one frame",
+                                      maxFrameBytes=room.limit, needed=room.limit - room.free)
+            await self._emit([error_reply(None, too_large)])
+            return
         if calls:
             await self._admit()  # the server holds the frame here while output waits
         refusal = self._refusal(len(calls))
@@ -232,8 +244,7 @@ class Session:
         self._acquire(len(calls))
         # Every task and request id is registered before this returns, so a cancel
         # in the very next frame always finds its request.
-        if frame.is_batch:
-            room = _BatchRoom(self._limits.max_reply_bytes, entries)
+        if room is not None:
             pending = [self._track(self._call(e, room), e) if isinstance(e, Call) else e for e in entries]
             collector = self._track(self._run_batch(pending))
         else:

@@ -90,7 +90,8 @@ async def test_a_reply_goes_out_as_one_text_frame_of_its_utf8() -> None:
 
 async def test_a_batchs_replies_share_one_frame() -> None:
     """A batch's reply is one frame: entries take their room as they finish; those that no longer
-    fit answer RPC_RESULT_TOO_LARGE (with ``available``), and the frame stays within the limit."""
+    fit answer RPC_RESULT_TOO_LARGE (with ``available``, and a message that says it was the batch's
+    room, not the frame limit), and the frame stays within the limit."""
     async with inproc_server(TransportLimits(max_frame_bytes=LIMIT)) as running:
         ws = await connect(running.url, additional_headers=BEARER, compression=None, max_size=None)
         piece = "y" * (LIMIT // 5)  # five of these cannot share a frame with their envelopes
@@ -106,6 +107,8 @@ async def test_a_batchs_replies_share_one_frame() -> None:
         refused = [_too_large(r) for r in replies if "error" in r]
         assert len(kept) == 4
         assert len(refused) == 4
+        assert {r["error"]["message"] for r in replies if "error" in r} == {
+            "The reply is larger than the room left for it in its batch's frame and was not sent"}
         assert all(r["result"] == {"text": piece} for r in kept)
         for data in refused:
             assert data["size"] == len(_echo_reply(0, piece).encode())

@@ -19,13 +19,13 @@ from tests.support.inproc import build_test_registry
 
 
 def _session(seen: list[str], sent: list[str], max_in_flight: int = 4,
-             congested: bool = False) -> Session:
+             congested: bool = False, max_reply_bytes: int = SessionLimits.max_reply_bytes) -> Session:
     async def send(text: str) -> None:
         sent.append(text)
 
+    limits = SessionLimits(max_in_flight=max_in_flight, max_reply_bytes=max_reply_bytes)
     return Session(Dispatcher(build_test_registry(TransportLimits(), seen)), send,
-                   connection_id="t", limits=SessionLimits(max_in_flight=max_in_flight),
-                   congested=lambda: congested)
+                   connection_id="t", limits=limits, congested=lambda: congested)
 
 
 def _request(method: str, params: Any, id_: Any) -> str:
@@ -122,6 +122,26 @@ async def test_cancel_params_are_bound_as_strictly_as_every_methods() -> None:
     assert [json.loads(r)["error"]["data"]["code"] for r in sent] == ["INVALID_PARAMS"] * len(frames)
     assert session.in_flight == 1
     await session.close()
+
+
+async def test_a_batch_whose_answers_cannot_fit_one_frame_is_refused_before_it_runs() -> None:
+    """When not even an error for each entry would fit the reply frame (long ids, a small frame),
+    the batch answers one RPC_BATCH_TOO_LARGE with the numbers, and none of its entries runs; a
+    batch just small enough runs and answers every entry."""
+    seen: list[str] = []
+    sent: list[str] = []
+    session = _session(seen, sent, max_in_flight=64, max_reply_bytes=8_000)
+    batch = [{"jsonrpc": "2.0", "method": "test:sleep", "params": {"seconds": 0, "label": f"b{n}"},
+              "id": "i" * 250 + str(n)} for n in range(20)]
+    await session.receive(json.dumps(batch))
+    await _until(lambda: len(sent) == 1)
+    refused = json.loads(sent[0])
+    assert (refused["id"], refused["error"]["data"]["code"]) == (None, "RPC_BATCH_TOO_LARGE")
+    assert refused["error"]["data"]["maxFrameBytes"] == 8_000 < refused["error"]["data"]["needed"]
+    assert not [event for event in seen if event.startswith("sleep-start")]
+    await session.receive(json.dumps(batch[:5]))
+    await _until(lambda: len(sent) == 2)
+    assert sorted(r["id"][-1] for r in json.loads(sent[1])) == list("01234")
 
 
 async def test_notifications_are_dropped_when_the_client_lags() -> None:
