@@ -358,7 +358,8 @@ _IDS = st.one_of(st.integers(-(2**53) + 1, 2**53 - 1), st.text(max_size=40), st.
 def test_a_batch_frame_never_passes_the_limit_and_answers_every_request(
         entries: list[tuple[Any, int, bool]], limit: int) -> None:
     """Whatever the sizes, ids and notifications of a batch, its one reply frame is within the
-    limit and holds exactly one answer per request: the result, or RPC_RESULT_TOO_LARGE."""
+    limit and holds exactly one answer per request: the result, or RPC_RESULT_TOO_LARGE; or, when
+    not even those errors could fit, one RPC_BATCH_TOO_LARGE for the batch."""
     sent: list[str] = []
 
     async def send(text: str) -> None:
@@ -386,7 +387,9 @@ def test_a_batch_frame_never_passes_the_limit_and_answers_every_request(
     replies = json.loads(sent[0])
     if isinstance(replies, dict):  # only when even the refusals' reserves do not fit: one for all
         assert replies["id"] is None
-        _too_large(replies)
+        data = replies["error"]["data"]
+        assert (data["code"], data["maxFrameBytes"]) == ("RPC_BATCH_TOO_LARGE", limit)
+        assert data["needed"] > limit
         return
     assert sorted(map(repr, (r["id"] for r in replies))) == sorted(repr(i) for i, _ in requests)
     for reply in replies:

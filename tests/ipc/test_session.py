@@ -19,7 +19,7 @@ from tests.support.inproc import build_test_registry
 
 
 def _session(seen: list[str], sent: list[str], max_in_flight: int = 4,
-             congested: bool = False, max_reply_bytes: int = SessionLimits.max_reply_bytes) -> Session:
+             congested: bool = False, max_reply_bytes: int = 4 * 2**20) -> Session:
     async def send(text: str) -> None:
         sent.append(text)
 
