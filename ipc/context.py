@@ -17,6 +17,9 @@ Request = Callable[[str, dict[str, Any] | list[Any] | None, float], Awaitable[An
 Declare = Callable[[frozenset[str]], None]
 # Registers a callback run once when the connection closes; returns a function that unregisters it.
 OnClose = Callable[[Callable[[], None]], Callable[[], None]]
+# Returns once the connection may hold one more reply (its output, and the server's, have room):
+# True, or False once the connection is gone (its reply would be dropped unsent).
+Room = Callable[[], Awaitable[bool]]
 
 
 class Role(StrEnum):
@@ -54,6 +57,10 @@ def _no_on_close(callback: Callable[[], None]) -> Callable[[], None]:
     return _nothing
 
 
+async def _room_at_once() -> bool:
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class Peer:
     """One connected client: its identity and how to reach it."""
@@ -67,6 +74,9 @@ class Peer:
     request: Request = _no_request
     declare: Declare = _no_declare  # replaces what this client says it can do (system:capabilities)
     on_close: OnClose = _no_on_close
+    # Awaited between a handler's result and its reply's text: a result is cheap to hold (a document
+    # read shares the text kept for it), the JSON of its reply is not, so it is made only with room.
+    room: Room = _room_at_once
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,7 +108,7 @@ class Dispatcher:
         self._log = structlog.get_logger("ipc.dispatch")
 
     async def dispatch(self, call: Call, ctx: CallContext) -> str | None:
-        """Run ``call``; return its reply text, or None for a notification."""
+        """Run ``call``; return its reply text, or None for a notification or a connection gone."""
         started = time.perf_counter()
         try:
             reply = await self._run(call, ctx)
@@ -124,11 +124,12 @@ class Dispatcher:
         except Exception as exc:
             reply = error_reply(call.id, self._internal(call, exc))
         if self._trace:
-            self._log.debug("rpc.call", method=self._name(call), reply_bytes=len(reply),
+            self._log.debug("rpc.call", method=self._name(call), reply_bytes=len(reply or ""),
                             ms=round((time.perf_counter() - started) * 1000, 3))
         return None if call.is_notification else reply
 
-    async def _run(self, call: Call, ctx: CallContext) -> str:
+    async def _run(self, call: Call, ctx: CallContext) -> str | None:
+        """The call's reply; None when nobody gets one (a notification, a connection gone)."""
         method = self.registry.get(call.method)
         if method is None:
             await self.registry.completed()  # right after the ready line, it may still be coming
@@ -137,8 +138,8 @@ class Dispatcher:
             raise MethodNotFound()
         params = bind_params(method, call.params)
         result = await method.handler(params, ctx)
-        if call.is_notification:
-            return ""  # nobody gets a reply: nothing to serialise
+        if call.is_notification or not await ctx.peer.room():
+            return None  # nobody gets a reply (the connection is gone): nothing to serialise
         return success_reply(call.id, result.model_dump(mode="json", by_alias=True))
 
     def _name(self, call: Call) -> str:

@@ -218,16 +218,24 @@ class Outlet:
             await asyncio.sleep(limits.poll_interval)
         return False
 
-    async def admit(self) -> None:
-        """Return once this connection may have more calls run: its held output within its cap and
-        the server's within the ceiling (at once if it is closing: its frames are then refused or
-        dropped). Waiting on the ceiling sheds the worst lagging client, so readers wait little."""
+    async def reply_room(self) -> bool:
+        """Return once this connection may hold one more reply: its held output within its cap,
+        and the server's within the ceiling unless this connection holds nothing (a client that
+        reads is not kept waiting for the others). Waiting sheds the worst lagging client.
+        False once the connection is closed: the reply would only be dropped."""
         while not self.closed:
-            if self.held <= self._limits.max_unread_bytes:
-                if self._memory.held() <= self._memory.ceiling:
-                    return
+            held = self.held
+            if held <= self._limits.max_unread_bytes:
+                if held == 0 or self._memory.held() <= self._memory.ceiling:
+                    return True
                 self._memory.relieve()
             await asyncio.sleep(self._limits.poll_interval)
+        return False
+
+    async def admit(self) -> None:
+        """Return once this connection may have more calls run: when it may hold one more reply
+        (:meth:`reply_room`), or at once if it is closing (its frames are then refused or dropped)."""
+        await self.reply_room()
 
 
 class WebSocketServer:
@@ -383,6 +391,7 @@ class WebSocketServer:
             limits=replace(self._limits.session, max_reply_bytes=self._limits.max_frame_bytes),
             congested=congested,
             admit=admit,
+            room=outlet.reply_room,
         )
         self._sessions.add(session)
         self._log.info("ws.open", conn=connection_id, role=role.value)

@@ -38,7 +38,7 @@ from typing import Annotated, Any, TypeVar
 import structlog
 from pydantic import StringConstraints
 
-from ipc.context import CallContext, Peer, Role
+from ipc.context import CallContext, Peer, Role, Room
 from ipc.dispatch import Dispatcher, bind_model
 from ipc.errors import (
     BatchTooLarge,
@@ -138,6 +138,10 @@ def _always_free() -> bool:
     return False
 
 
+async def _room_at_once() -> bool:
+    return True
+
+
 async def _admit_at_once() -> None:
     return None
 
@@ -169,6 +173,7 @@ class Session:
         limits: SessionLimits | None = None,
         congested: Callable[[], bool] = _always_free,
         admit: Admit = _admit_at_once,
+        room: Room = _room_at_once,
     ) -> None:
         self._dispatcher = dispatcher
         self._send = send
@@ -195,7 +200,7 @@ class Session:
         self._on_close_ids = itertools.count()
         self.peer = Peer(connection_id=connection_id, role=role, notify=self.notify, cancel=self.cancel,
                          subscribe=self._subscribe, request=self.request, declare=self._declare,
-                         on_close=self._add_on_close)
+                         on_close=self._add_on_close, room=room)
         self._log = structlog.get_logger("ipc.session").bind(conn=connection_id)
 
     @property

@@ -146,6 +146,8 @@ class DocumentStore:
         self._texts: OrderedDict[tuple[str, str], _KeptText] = OrderedDict()  # (project, document)
         self._text_chars = 0
         self._texts_lock = threading.Lock()
+        # Reads on their thread, by (project, document): reads that come meanwhile join them.
+        self._reading: dict[tuple[str, str], asyncio.Future[str]] = {}
 
     async def list(self, project_id: str) -> DocumentListing:
         """Every document under the folder, sorted by id; hidden files and folders skipped."""
@@ -160,11 +162,28 @@ class DocumentStore:
         the file is resolved, checked and read on a thread. A document:write drops the kept text
         at once. Only text read through every check is ever kept, and a file changed since (or
         moved, or replaced by a link) is read and checked again.
+
+        Reads of one document that come while it is being read share that read and its text (a
+        burst of reads of a large document, too large to keep, holds it once); a read after a
+        write never joins one that began before it.
         """
         kept = self._kept_text(project_id, document_id)
         if kept is not None:
             return kept
-        return await asyncio.to_thread(self._read, project_id, document_id)
+        key = (project_id, document_id)
+        reading = self._reading.get(key)
+        if reading is None:
+            reading = asyncio.ensure_future(asyncio.to_thread(self._read, project_id, document_id))
+            self._reading[key] = reading
+            reading.add_done_callback(lambda done: self._read_done(key, done))
+        # Shielded: a caller cancelled does not cancel the read that others wait for.
+        return await asyncio.shield(reading)
+
+    def _read_done(self, key: tuple[str, str], done: asyncio.Future[str]) -> None:
+        if self._reading.get(key) is done:
+            del self._reading[key]
+        if not done.cancelled():
+            done.exception()  # retrieved: a read nobody waits for any more fails quietly
 
     def _kept_text(self, project_id: str, document_id: str) -> str | None:
         with self._texts_lock:
@@ -205,10 +224,12 @@ class DocumentStore:
     async def write(self, project_id: str, document_id: str, text: str) -> DocumentInfo:
         """Replace (or create) the document atomically, creating its folders in the project."""
         self._keep_text(project_id, document_id, None)
+        self._reading.pop((project_id, document_id), None)  # reads from now on read anew
         try:
             info = await asyncio.to_thread(self._write, project_id, document_id, text)
         finally:
             self._keep_text(project_id, document_id, None)
+            self._reading.pop((project_id, document_id), None)
         if self.on_write is not None:
             self.on_write(project_id, document_id)
         return info

@@ -66,6 +66,23 @@ async def test_a_notification_that_succeeds_runs_and_logs_no_error(dispatcher: D
     assert [e for e in logs if e["log_level"] in ("error", "warning")] == []
 
 
+async def test_a_reply_is_waited_for_room_and_not_made_once_the_connection_is_gone() -> None:
+    """The handler runs, then the reply's JSON waits for the connection's room; a connection that
+    closed meanwhile gets no reply made at all."""
+    seen: list[str] = []
+    dispatcher = Dispatcher(build_test_registry(TransportLimits(), seen))
+    asked: list[str] = []
+
+    async def gone() -> bool:
+        asked.append("room")
+        return False
+
+    ctx = CallContext(peer=Peer(connection_id="t", room=gone))
+    assert await dispatcher.dispatch(Call("test:sleep", {"seconds": 0, "label": "z"}, 1), ctx) is None
+    assert seen == ["sleep-start:z", "sleep-end:z"]
+    assert asked == ["room"]
+
+
 async def test_internal_error_is_logged_with_its_id_and_no_text(dispatcher: Dispatcher) -> None:
     """An unexpected exception is logged by type and code location, with the reply's error id."""
     with capture_logs() as logs:

@@ -214,6 +214,26 @@ async def test_unread_output_of_a_connection_never_passes_its_cap() -> None:
         writer.abort()
 
 
+async def test_replies_of_calls_that_end_together_are_made_only_as_room_allows() -> None:
+    """Calls already running when a client stops reading (here 64 that all end at once, as reads
+    on threads do) keep their results, but the JSON of their replies is made only while the
+    connection's output has room: what the server holds stays near its cap, not 64 replies."""
+    cap = 256 * KIB
+    reply = 100_000
+    limits = TransportLimits(max_frame_bytes=128 * KIB, max_unread_bytes=cap, write_buffer_bytes=64 * KIB,
+                             stall_timeout=30.0)
+    async with inproc_server(limits) as running:
+        frames = [json.dumps({"jsonrpc": "2.0", "method": "test:sleep", "id": i,
+                              "params": {"seconds": 0.5, "label": f"{i:03}" + "s" * reply}})
+                  for i in range(64)]
+        writer = await silent_client(running.port, frames)
+        await sample_max(lambda: 0, lambda: len(running.seen) >= 64, 30)  # every call started
+        peak_held = await sample_max(lambda: held(running), lambda: False, 1.5)
+        assert sum(1 for s in running.seen if s.startswith("sleep-end")) == 64
+        assert peak_held <= cap + 2 * (reply + 100)
+        writer.abort()
+
+
 async def test_a_connection_stalled_over_its_cap_is_closed() -> None:
     """A reply that cannot be written for stall_timeout because the client does not read closes
     that connection (``ws.dropped_slow_reader``); the server holds nothing for it afterwards."""

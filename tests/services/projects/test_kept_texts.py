@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -134,3 +136,37 @@ async def test_kept_texts_are_per_project_and_bounded(
     assert await store.read(other_project.id, "ch1.md") == "乙项目的一章。"
     assert reads.count == 4
     assert len(store._texts) == 2
+
+
+async def test_reads_that_come_while_a_document_is_read_share_that_read(
+        folder: Path, project: ProjectRecord, database: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst of reads of a document too large to keep reads the file once and holds one text;
+    a caller cancelled does not cancel the read the others wait for; a read after a write reads
+    the new text, never joining a read that began before the write."""
+    big = "林远推开门。" * (documents_module.KEPT_TEXT_CHARS // 4 // 6 + 1)  # over what is kept
+    (folder / "big.md").write_text(big, encoding="utf-8")
+    store = DocumentStore(database)
+    reads = Reads(store, monkeypatch)
+    first = asyncio.ensure_future(store.read(project.id, "big.md"))
+    others = [asyncio.ensure_future(store.read(project.id, "big.md")) for _ in range(15)]
+    await asyncio.sleep(0)
+    first.cancel()
+    texts = await asyncio.gather(*others)
+    assert reads.count == 1
+    assert all(text is texts[0] for text in texts)
+    assert texts[0] == big
+    held = threading.Event()
+    real = store._read
+
+    def slow(project_id: str, document_id: str) -> str:
+        held.wait(10)  # the read in flight is still reading when the write comes
+        return real(project_id, document_id)
+
+    monkeypatch.setattr(store, "_read", slow)
+    pending = asyncio.ensure_future(store.read(project.id, "big.md"))
+    await asyncio.sleep(0)
+    await store.write(project.id, "big.md", "新的一章。")
+    monkeypatch.setattr(store, "_read", real)
+    assert await asyncio.wait_for(store.read(project.id, "big.md"), 5) == "新的一章。"
+    held.set()
+    await pending
