@@ -150,8 +150,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    args.command = " ".join([".venv/bin/python", "scripts/bench_reply_memory.py",
-                             *(sys.argv[1:] if argv is None else argv)])
+    args.command = benchlib.script_command("bench_reply_memory.py", argv)
     report = asyncio.run(run(args))
     benchlib.emit(report, lambda: render(report), as_json=args.json, save=args.save)
     return 0

@@ -151,6 +151,12 @@ def speed_line(before: dict[str, float] | None, after: dict[str, float] | None) 
     return f"Speed:   reference ms (median, best; lower is faster) before: {one(before)}; after: {one(after)}"
 
 
+def script_command(script: str, argv: list[str] | None) -> str:
+    """How a benchmark was run, from the arguments its ``main()`` was given (``sys.argv`` when
+    None): under a test runner ``sys.argv`` holds the runner's own."""
+    return " ".join([".venv/bin/python", f"scripts/{script}", *(sys.argv[1:] if argv is None else argv)])
+
+
 def command_line() -> str:
     """How this run was started, with paths inside the repository made relative."""
     parts = [sys.executable, *sys.argv]
