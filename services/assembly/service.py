@@ -452,12 +452,13 @@ def _widest(old: Sequence[tuple[str, int]], new: Sequence[tuple[str, int]]) -> l
 
 
 def _count_capped(text: str, cap: int, counter: CountCache) -> int:
-    """Count ``text`` piece by piece, refusing as soon as it passes ``cap`` tokens."""
+    """Count ``text`` piece by piece, refusing as soon as it passes ``cap`` tokens (``tokens``: those
+    counted until then, a lower bound: the rest is never counted)."""
     if len(text) <= _COUNT_PIECE:
         return counter.count(text)  # one piece: the kept count, if this text came before
     total = 0
     for start in range(0, len(text), _COUNT_PIECE):
         total += counter.tokenizer.count(text[start:start + _COUNT_PIECE])
         if total > cap:
-            raise InputTooLarge(limit=cap)
+            raise InputTooLarge(limit=cap, tokens=total)
     return total
