@@ -74,6 +74,8 @@ TOKENIZER_INVALID = {
            "cannot be read", "not_a_tokenizer": "the project's tokenizer file is not a valid tokenizer.json"},
 }
 TOKENIZER_INSTEAD = {"zh": "，已改用 {encoding} 计数", "en": "; counted with {encoding} instead"}
+TOKENIZER_ESTIMATE = {"zh": "本机没有 {encoding} 编码，计数为估算",
+                      "en": "{encoding} is not on this machine; counts are estimates"}
 MAX_COUNTERS = 16  # token count caches kept, one per tokenizer in use
 _COUNT_PIECE = 4096  # characters counted at a time when checking the input size
 # The longest a provider waits for its parts to load (the vector store and the encoder after a start).
@@ -241,7 +243,8 @@ class ContextService:
     def _counter(self, project_id: str, settings: SettingsLike, system_prompt: str,
                  language: str) -> tuple[CountCache, bool, tuple[str, ...]]:
         """(counter, whether it is the conservative fallback, warnings): a tokenizer file that does
-        not load is TOKENIZER_INVALID (the default encoding counts); a tokenizer that fails is
+        not load is TOKENIZER_INVALID (the default encoding counts); an encoding not on this machine
+        is CONTEXT_TOKENIZER_ESTIMATE (its estimate counts); a tokenizer that fails is
         CONTEXT_BUDGET_FALLBACK (a conservative estimate counts, with the default budget)."""
         tokenizers = self._c.tokenizers
         tokenizer, problem = tokenizers.for_project(project_id, settings.model, settings.tokenizer_path)
@@ -249,6 +252,9 @@ class ContextService:
         if problem is not None:
             warnings = (f"{problem.code}: {TOKENIZER_INVALID[language][problem.reason]}"
                         f"{TOKENIZER_INSTEAD[language].format(encoding=problem.fallback_encoding)}",)
+        if not tokenizer.info.exact:  # the model's encoding is not bundled and not in tiktoken's cache
+            warnings = (*warnings, "CONTEXT_TOKENIZER_ESTIMATE: "
+                        + TOKENIZER_ESTIMATE[language].format(encoding=tokenizer.info.encoding))
         if Fault.TOKENIZER in self.faults:
             tokenizer = FailingTokenizer(tokenizer.info)  # type: ignore[assignment]
         counter = self._cached(tokenizer)

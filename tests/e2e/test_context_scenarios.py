@@ -753,6 +753,24 @@ async def test_tokenizer_failure_falls_back_to_default_budget(rpc: RpcClient, fa
     assert normal["tokenizer"]["exact"] is True
 
 
+async def test_counts_that_are_estimates_say_so(rpc: RpcClient, tmp_path: Path) -> None:
+    """A project whose model's encoding is not on the machine (only cl100k_base is bundled) is
+    counted by an estimate: the assembly says so with CONTEXT_TOKENIZER_ESTIMATE, naming the
+    encoding, exactly when ``tokenizer.exact`` is false; back on a bundled model it is exact again
+    and silent."""
+    project = await Project.open(rpc, tmp_path / "估算")
+    chapter = await project.write("第一章.md", zh_chapter("第一章 灯塔", 20))
+    await project.update_settings(model="gpt-4o")
+    estimated = await project.assemble("第一章.md", len(chapter))
+    notes = [w for w in estimated["warnings"] if w.startswith("CONTEXT_TOKENIZER_ESTIMATE")]
+    assert estimated["tokenizer"]["encoding"] == "o200k_base"
+    assert len(notes) == (0 if estimated["tokenizer"]["exact"] else 1)  # exact where o200k is cached
+    assert all("o200k_base" in note for note in notes)
+    await project.update_settings(model="gpt-4")
+    exact = await project.assemble("第一章.md", len(chapter))
+    assert (exact["tokenizer"]["exact"], exact["warnings"]) == (True, [])
+
+
 # ---------------------------------------------------------------------------------------------
 # Requirement: 异常与边界覆盖矩阵
 
