@@ -64,8 +64,9 @@ from services.summaries.seam import Summarizer
 if TYPE_CHECKING:
     from services.retrieval.search import Hit
 
-# Past interactions ranked per assembly: the newest this many.
-EPISODES_CONSIDERED = 50
+# Past interactions ranked per assembly: the newest this many (the Retrieved layer's candidate
+# limit), so that an older interaction the cursor's text is about still competes.
+EPISODES_CONSIDERED = 200
 
 
 def build_registry(config: Config, services: Services, connections: Callable[[], int]) -> Registry:

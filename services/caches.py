@@ -162,7 +162,7 @@ ENTITY_SHEET_CHARS = 4_000_000
 # Past interactions of one project: more than an assembly ranks (main.app.EPISODES_CONSIDERED), so
 # a new one only pushes out the oldest. An output may be 200,000 characters: the size bound holds
 # the whole, counting the record's texts in the key as well as the rendered text and its features.
-EPISODE_TEXTS = 128
+EPISODE_TEXTS = 256
 EPISODE_TEXT_CHARS = 16_000_000
 
 

@@ -53,6 +53,9 @@ class Item:
     names: tuple[str, ...] = ()  # names and aliases, for kg relevance to the cursor text
     group: str | None = None
     tier: int | None = None
+    # What the item repeats of the writer's own text (an accepted past output), if any: a window that
+    # holds it, or that it holds, makes the item a duplicate of the window.
+    quote: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,8 +52,9 @@ def check_scope(items: Sequence[Item], project_id: str) -> None:
 
 def window_knocks(plan: Plan, items: Sequence[Item], window: Window | None, memo: Memo) -> frozenset[int]:
     """The positions in ``items`` of the candidates of parts deduplicated against the window that
-    the window holds: a span that overlaps it, or a text (whitespace aside) that stands in it. All
-    that screening reads of the window."""
+    the window holds: a span that overlaps it, a text (whitespace aside) that stands in it, or a
+    quote of the writer's text that stands in it or that it stands in. All that screening reads of
+    the window."""
     deduped = plan.window_deduped
     if window is None or not deduped:
         return frozenset()
@@ -68,7 +69,9 @@ def window_knocks(plan: Plan, items: Sequence[Item], window: Window | None, memo
             continue
         span = item.span
         if (span is not None and span[0] < end and start < span[1]) or (
-                (text := text_of(item.text)) and text in window_text):
+                (text := text_of(item.text)) and text in window_text) or (
+                item.quote and (quote := text_of(item.quote)) and window_text and (
+                    quote in window_text or window_text in quote)):
             knocked.append(n)
     return frozenset(knocked)
 

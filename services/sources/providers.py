@@ -222,7 +222,8 @@ class EpisodicMemoryProvider:
         texts = [self._text(e, ctx) for e in episodes]
         return Ranked.of([
             Item(id=f"episode:{e.id}", layer=where[0], section=where[1], source="episodic", text=text,
-                 tokens=ctx.counter.count(text), key=0.0, key_name="score", project_id=e.project_id)
+                 tokens=ctx.counter.count(text), key=0.0, key_name="score", project_id=e.project_id,
+                 quote=e.output)
             for e, (text, _) in zip(episodes, texts, strict=True)
         ], [own for _, own in texts], scale=0.7, base=[0.3 * math.pow(_RECENCY_DECAY, rank)
                                                        for rank in range(len(episodes))])

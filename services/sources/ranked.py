@@ -62,5 +62,5 @@ class Ranked:
         """The records' items with these ``keys`` (one per record, in order)."""
         # Positional: a keyword call costs a quarter more, and there are dozens per assembly.
         return [Item(t.id, t.layer, t.section, t.source, t.text, t.tokens, key, t.key_name, t.project_id,
-                     t.origin, t.span, t.names, t.group, t.tier)
+                     t.origin, t.span, t.names, t.group, t.tier, t.quote)
                 for t, key in zip(self.templates, keys, strict=True)]
