@@ -105,6 +105,25 @@ def test_retrieved_overlapping_the_window_is_a_duplicate() -> None:
     assert _fates(result.reports) == {"inside": ("dropped", "duplicate"), "quoted": ("dropped", "duplicate")}
 
 
+def test_a_past_interaction_repeating_the_window_is_a_duplicate() -> None:
+    """A past interaction whose accepted output the window holds, or whose output holds the whole
+    window, is skipped as a duplicate; one that only shares a few words with it stays."""
+    win = window("海风灌进来。林远站在台阶上。", "他没有说话。")
+    shown = dataclasses.replace  # the factory has no quote: set it as the provider does
+    items = [
+        shown(item("accepted", "history", "指令：继续写\n采纳：林远站在台阶上。"), quote="林远站在台阶上。"),
+        shown(item("longer", "history", "指令：继续写\n采纳：……"),
+              quote="天亮了。海风灌进来。林远站在台阶上。他没有说话。然后他走了。"),
+        shown(item("other", "history", "指令：继续写\n采纳：林远想起了那把钥匙。"),
+              quote="林远想起了那把钥匙。"),
+    ]
+    result = screen(items, win)
+    assert [i.id for i in result.items] == ["other"]
+    assert _fates(result.reports) == {"accepted": ("dropped", "duplicate"),
+                                      "longer": ("dropped", "duplicate")}
+    assert [i.id for i in screen(items, window("", "")).items] == ["accepted", "longer", "other"]
+
+
 def test_retrieved_candidates_are_capped_lowest_score_first() -> None:
     """Past 200 retrieved candidates, the lowest-scoring ones are dropped as candidate_limit."""
     assert novel().section("retrieved").candidates == MAX_RETRIEVED
