@@ -68,6 +68,9 @@ PRODUCT_HANDOFF_S = 0.001
 # first: a writer typing saves at every keystroke, and each pass publishes a snapshot that the kept
 # search results do not outlive.
 MAX_DEFER_S = 2.0
+# A pass that failed (the vector store down) is tried again after this long, doubling up to the most.
+RETRY_FIRST_S = 1.0
+RETRY_MOST_S = 60.0
 DENSE_QUERY_CHARS = 600  # the encoder's cost grows with the text (~25 ms per 500 characters)
 # Index passes that embedded this many sentences freed the encoder's working arrays (megabytes),
 # which the allocator keeps unless asked to give them back; a keystroke's pass embeds one or two.
@@ -93,12 +96,15 @@ class _Project:
     # Stops its watcher; its own, since watchfiles sets the event of a watch that is cancelled.
     stop: threading.Event = field(default_factory=threading.Event)
 
-    def schedule(self, documents: Iterable[str] | None) -> None:
+    retry_after: float = 0.0  # seconds before a failed pass is tried again (0: none failed)
+
+    def schedule(self, documents: Iterable[str] | None, *, wake: bool = True) -> None:
         if documents is None or self.pending is None:
             self.pending = None
         else:
             self.pending.update(documents)
-        self.wake.set()
+        if wake:
+            self.wake.set()
 
     def take(self) -> set[str] | None:
         taken, self.pending = self.pending, set()
@@ -339,15 +345,25 @@ class Retrieval:
                 continue  # what woke it was indexed meanwhile (index_project takes the pending too)
             try:
                 await self._pass(project, only)
+                project.retry_after = 0.0
             except IndexStopped:
                 return
-            except Exception as exc:  # the store failed: keep the last snapshot, retry on the next change
+            except Exception as exc:  # the store failed: keep the last snapshot and what was asked
                 project.verify = True
+                project.schedule(only, wake=False)  # still waiting: index:status says so
+                project.retry_after = min(max(project.retry_after * 2, RETRY_FIRST_S), RETRY_MOST_S)
+                self._spawn(self._retry(project, project.retry_after))
                 _log.warning("retrieval.index_failed", project_id=project.project_id,
-                             exc_type=type(exc).__name__)
+                             exc_type=type(exc).__name__, retry_s=project.retry_after)
             if self._max_open is not None and len(self._projects) > self._max_open:
                 # A project busy when the bound was passed (at an open) could not leave then.
                 self._spawn(self._release_beyond(self._max_open))
+
+    async def _retry(self, project: _Project, delay: float) -> None:
+        """Wake the project's worker for the documents a failed pass left waiting (a store that
+        comes back is used without another change), unless a change woke it first."""
+        await asyncio.sleep(delay)
+        project.wake.set()
 
     async def _pass(self, project: _Project, only: set[str] | None) -> SyncReport:
         project.queued += 1  # busy while it waits for the pass before it, too

@@ -337,6 +337,39 @@ async def test_a_failing_vector_store_raises_to_the_caller_and_is_checked_on_the
     assert KEY_FACT in (await retrieval.search("p1", "钥匙藏在灯塔台阶下"))[0].text
 
 
+async def test_a_pass_that_fails_keeps_its_documents_waiting_and_is_tried_again(
+        standalone: Standalone, tmp_path: Path) -> None:
+    """A document written while the vector store fails stays waiting (index:status says indexing)
+    and is indexed once the store is back, without another change; the store's failure is not
+    taken for a settled index."""
+    root = write_project(tmp_path / "novel")
+    retrieval = standalone.retrieval
+    await retrieval.index_project("p1", root)
+    await retrieval.wait_idle("p1")
+    vectors = retrieval._vectors
+    failed = asyncio.Event()
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        failed.set()
+        raise RuntimeError("store unavailable")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vectors, "add", broken)
+        (root / "卷一" / "第07章.md").write_text("第七章\n\n沈舟在雾笛旁找到了失踪船长的航海日志。\n",
+                                               encoding="utf-8")
+        retrieval.document_written("p1", "卷一/第07章.md")
+        await asyncio.wait_for(failed.wait(), 30)
+        for _ in range(100):  # the failed pass hands its documents back as it ends
+            if not retrieval._projects["p1"].lock.locked():
+                break
+            await asyncio.sleep(0.01)
+        assert (await retrieval.status("p1")).indexing
+    await retrieval.wait_idle("p1", timeout=30)
+    hits = await retrieval.search("p1", "失踪船长的航海日志", mode="lexical")
+    assert hits[0].document_id == "卷一/第07章.md"
+    assert not (await retrieval.status("p1")).indexing
+
+
 def test_collection_names_are_valid_for_any_project_id() -> None:
     """Hex ids name their collection directly; an id Chroma would refuse is hashed into a valid name."""
     from services.retrieval.vectors import VectorIndex
