@@ -68,6 +68,8 @@ class RetrievalProvider:
             return []
         window = ctx.window
         hits = await self._search(ctx, window.before, window.cursor)
+        if ctx.skill.exclude_after and window.document is not None:
+            hits = _before_cursor(hits, ctx.document_id, window.document, window.cursor)
         if self.read_ahead is not None and window.document is not None:
             self._schedule(self.read_ahead, ctx, where, window.document)
         return self._items(ctx, where, hits)
@@ -158,3 +160,17 @@ class RetrievalProvider:
                     source=f"document:{hit.document_id}", text=hit.text,
                     tokens=hit.tokens if same_tokenizer else ctx.counter.count(hit.text), key=hit.score,
                     key_name="score", project_id=hit.project_id, span=(hit.start, hit.end) if here else None)
+
+
+def _before_cursor(hits: list[Hit], document_id: str, document: str, cursor: int) -> list[Hit]:
+    """``hits`` less those of the current document that may hold text after the cursor although the
+    search's exclusion (by the index's offsets) let them through: the document changed since it was
+    indexed (a pass is pending), so a chunk no longer stands where the index says. Such a chunk is
+    kept only if its text stands before the cursor."""
+    stale = [n for n, hit in enumerate(hits)
+             if hit.document_id == document_id and document[hit.start:hit.end] != hit.text]
+    if not stale:
+        return hits
+    before = document[:cursor]
+    gone = {n for n in stale if hits[n].text not in before}
+    return [hit for n, hit in enumerate(hits) if n not in gone] if gone else hits

@@ -45,7 +45,9 @@ def _ctx(skill: str, cursor: int = 900, additional_input: str = "写他想起钥
 
 
 def _hit(document: str, start: int, tokens: int = 999, project: str = "p1") -> Hit:
-    return Hit(project, document, 3, start, start + 40, "林远把铜钥匙藏在灯塔台阶下。", tokens, 0.75, 0, None)
+    """A chunk of 40 characters at ``start``, its text as the indexed document holds it there (every
+    test document has DOCUMENT's text: a chunk of the current one is where the index says)."""
+    return Hit(project, document, 3, start, start + 40, DOCUMENT[start:start + 40], tokens, 0.75, 0, None)
 
 
 async def test_searches_with_the_text_before_the_cursor_and_the_instruction() -> None:
@@ -87,6 +89,24 @@ async def test_items_are_passages_with_scores_spans_and_index_token_counts() -> 
     assert [i.id for i in items] == ["chunk:卷一/第02章.md#3", "chunk:卷一/第05章.md#3"]
     assert [i.tokens for i in items] == [999, 999]
     assert items[0].source == "document:卷一/第02章.md"
+
+
+async def test_a_chunk_moved_since_it_was_indexed_is_kept_only_if_it_stands_before_the_cursor() -> None:
+    """While the current document's index is stale (it changed; a pass is pending), a chunk of it no
+    longer stands where its offsets say: for continue and expand it is kept only if its text stands
+    before the cursor, so text that moved past the cursor never reaches Retrieved; polish keeps it."""
+    moved = "林远把铜钥匙藏在灯塔台阶下。"
+    document = DOCUMENT[:900] + DOCUMENT[900:950] + moved + DOCUMENT[950:]
+    earlier = DOCUMENT[300:340]
+    here, there = "卷一/第05章.md", "卷一/第02章.md"
+    stale = [Hit("p1", here, 1, 10, 10 + len(moved), moved, 9, 0.9, 0, None),  # now past the cursor
+             Hit("p1", here, 2, 0, 40, earlier, 9, 0.8, 1, None),  # moved, still before it
+             Hit("p1", there, 3, 10, 24, moved, 9, 0.7, 2, None)]  # another document
+    for skill, kept in (("continue", [2, 3]), ("expand", [2, 3]), ("polish", [1, 2, 3])):
+        window = cut_window(document, 900, get_skill(skill), 300, COUNTER)
+        ctx = GatherContext("p1", "卷一/第05章.md", "zh", get_skill(skill), window, "", COUNTER)
+        items = await RetrievalProvider(Searcher(list(stale)), "x").gather(ctx)
+        assert [int(i.id.rsplit("#", 1)[1]) for i in items] == kept, skill
 
 
 async def test_counts_again_when_the_index_used_another_tokenizer() -> None:
