@@ -57,6 +57,14 @@ def cap(budget: Budget, section: SectionPlan) -> int:
     return max(budget.shares[section.id], min(budget.minimums[section.id], budget.total))
 
 
+def warning_line(budget: Budget, section: SectionPlan) -> int:
+    """Past how many tokens a section's ``cap`` step warns it is over budget: its share when it has
+    one and no ``max`` (spec 004: Rules over 15% of the total warn, even within their minimum,
+    which still keeps them from being shed), else its cap."""
+    share = budget.shares[section.id]
+    return share if share > 0 and not isinstance(section.max, int) else cap(budget, section)
+
+
 def window_allowance(budget: Budget, section: SectionPlan) -> int:
     """Tokens the document window may take before budgeting: its section's share or minimum."""
     return min(budget.total, max(budget.shares[section.id], budget.minimums[section.id]))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from services.context.budget import cap
+from services.context.budget import cap, warning_line
 from services.context.memo import Memo
 from services.context.models import Budget, Item, ItemReport, Reduction, Window
 from services.context.plan import Plan, SectionPlan, StepPlan, localize
@@ -641,10 +641,12 @@ def _run_cap(state: State, step: StepPlan) -> None:
     section = state.section(step.section)
     allowance = cap(state.budget, section)
     size = state.size(section.id)
+    if step.warn == "overbudget":
+        line = warning_line(state.budget, section)
+        if size > line:
+            _overbudget(state, section, size, line)
     if size <= allowance:
         return
-    if step.warn == "overbudget":
-        _overbudget(state, section, size, allowance)
     floor = state.budget.minimums[section.id] if step.floor == "minimum" else 0
     apply(state, section.id, step, max(allowance, floor), floor, size)
 

@@ -445,6 +445,21 @@ def test_the_default_overbudget_warning_names_section_tokens_and_cap() -> None:
     assert result.warnings == (f"CONTEXT_SECTION_OVERBUDGET: lore uses {full} tokens, its cap is 30",)
 
 
+def test_a_section_over_its_share_but_within_its_minimum_warns_and_keeps_everything() -> None:
+    """Spec 004: a section past its share of the total warns (naming the share), though its minimum
+    keeps its cap step from shedding anything; within its share it is silent."""
+    shed = step("lore", "drop_lowest", "shed", target="cap", floor="none", warn="overbudget")
+    full = run(_capped(10_000), _facts()).layers["lore"].tokens
+    guarded = plan(section("lore", part("facts"), ratio=0.1, minimum=full + 10, steps=(shed,),
+                           overbudget_warning="LORE_OVERBUDGET: {tokens} > {cap}"),
+                   section("rest", part("other")), trim=[shed])
+    total = 10 * full - 50  # a share of total // 10, under the section's size
+    result = run(guarded, _facts(), total=total)
+    assert result.warnings == (f"LORE_OVERBUDGET: {full} > {total // 10}",)
+    assert (result.reductions, [r.fate for r in result.reports]) == ((), ["included"] * 5)
+    assert run(guarded, _facts(), total=10 * full + 50).warnings == ()
+
+
 def _ladder() -> Plan:
     first = step("a", "drop_lowest", "to_minimum")
     second = step("b", "drop_lowest", "to_minimum")
