@@ -734,10 +734,12 @@ def _last_resort(state: State, texts: dict[str, str], excess: int) -> None:
             drop_lowest(state, section_id, everything, target, 0, size)
         state.record("last_resort", section_id, size, state.count(state.text(section_id)))
         return
-    # What is never cut, as the prompt would join it: a caller may explain the refusal with it.
+    # What is never cut, as the prompt would join it: a caller may explain the refusal with it; and
+    # all that is left, none of which may be cut (text parts such as the instruction among it).
     never = SEPARATOR.join(t for s in state.plan.sections if s.never and (t := texts[s.id]))
+    left, _ = join_sections(state.plan, texts)
     raise InputTooLarge("The fixed parts of the context exceed the budget", total=state.budget.total,
-                        fixedTokens=state.count(never))
+                        fixedTokens=state.count(never), uncutTokens=state.count(left))
 
 
 __all__ = ["State", "apply", "cut_chars", "fit", "order_items", "verify"]

@@ -876,6 +876,23 @@ async def test_oversized_context_input_is_refused(rpc: RpcClient, tmp_path: Path
     assert "retrieval scope" in error["message"]
 
 
+async def test_the_instruction_is_never_cut(rpc: RpcClient, tmp_path: Path) -> None:
+    """additionalInput is never cut (docs/budget.md): a long one that fits is sent whole, the window
+    cut around it; one over the whole budget (under the 64k limit) is refused with
+    CONTEXT_INPUT_TOO_LARGE, ``uncutTokens`` saying how much was left that nothing may cut."""
+    project = await Project.open(rpc, tmp_path / "指令")
+    chapter = await project.write("第一章.md", zh_chapter("第一章", 40))
+    fits = "".join(f"要求{k}：林远必须保持沉默。" for k in range(300))
+    result = await project.assemble("第一章.md", len(chapter), additional_input=fits)
+    assert fits in result["prompt"]
+    assert result["tokenCount"] <= result["budget"]["total"]
+    over = "".join(f"要求{k}：林远必须保持沉默。" for k in range(1500))
+    error = await rpc_error(rpc, "context:assemble", project.params("第一章.md", len(chapter),
+                                                                     additional_input=over))
+    assert error["data"]["code"] == "CONTEXT_INPUT_TOO_LARGE"
+    assert error["data"]["uncutTokens"] > error["data"]["total"] == 7108
+
+
 async def test_concurrent_assembly_backpressure(rpc: RpcClient, tmp_path: Path) -> None:
     """「并发组装背压」：同一文档同时有 20 个组装请求，超过并发上限 4。
 
