@@ -698,7 +698,7 @@ def _below_minimum(state: State, step: StepPlan) -> None:
         state.warnings.append(f"CONTEXT_BELOW_MINIMUM: {step.section} cut below its minimum")
 
 
-def verify(state: State) -> tuple[str, dict[str, int], int, dict[str, str]]:
+def verify(state: State) -> Verified:
     """Render and count the real prompt; cut further while the exact count is over.
 
     Returns the prompt, where each section ends in it, its count and each section's text.
@@ -709,9 +709,36 @@ def verify(state: State) -> tuple[str, dict[str, int], int, dict[str, str]]:
         tokens = state.count(prompt)
         excess = tokens - state.budget.total
         if excess <= 0:
-            return prompt, ends, tokens, texts
+            return _given_back(state, (prompt, ends, tokens, texts))
         _last_resort(state, texts, excess)
     raise InputTooLarge("The context could not be fitted to the budget", total=state.budget.total)
+
+
+Verified = tuple[str, dict[str, int], int, dict[str, str]]
+
+
+def _given_back(state: State, verified: Verified) -> Verified:
+    """``verified``, or the prompt with its window cut anew to take the room a last-resort cut of
+    another section left (Rules truncated after the window was cut to nothing for them): the window
+    is the lowest priority, but it must be in the prompt, and the budget then had room for it."""
+    holder, window = state.window_section, state.request.window
+    _, _, tokens, texts = verified
+    room = state.budget.total - tokens
+    if holder is None or window is None or room <= 0 or not state.window_cut or not any(
+            r.step == "last_resort" and r.section != holder.id for r in state.reductions):
+        return verified
+    kept, size = (state.before, state.after), state.count(texts[holder.id])
+    state.before, state.after = window.before, window.after
+    _cut_window(state, holder.id, size + room)
+    wider = {s.id: state.text(s.id) for s in state.plan.sections}
+    wider_prompt, wider_ends = join_sections(state.plan, wider)
+    wider_tokens = state.count(wider_prompt)
+    if tokens < wider_tokens <= state.budget.total:
+        state.record("give_back", holder.id, size, state.count(wider[holder.id]))
+        return wider_prompt, wider_ends, wider_tokens, wider
+    state.before, state.after = kept
+    state.mark(holder.id)
+    return verified
 
 
 def _last_resort(state: State, texts: dict[str, str], excess: int) -> None:

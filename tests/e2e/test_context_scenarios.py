@@ -893,6 +893,24 @@ async def test_the_instruction_is_never_cut(rpc: RpcClient, tmp_path: Path) -> N
     assert error["data"]["uncutTokens"] > error["data"]["total"] == 7108
 
 
+async def test_rules_truncated_for_the_budget_leave_their_room_to_the_window(rpc: RpcClient,
+                                                                                tmp_path: Path) -> None:
+    """Rules alone over the whole budget are truncated (CONTEXT_RULES_TRUNCATED) after the window
+    was cut for them; the room that truncation leaves goes back to the window, which must be in the
+    prompt: the text before the cursor is there, and the prompt is within its total."""
+    project = await Project.open(rpc, tmp_path / "规则")
+    chapter = await project.write("第一章.md", zh_chapter("第一章", 200))
+    assert len(chapter) > 2000
+    for n in range(20):
+        await project.constraint(f"约束{n}：" + "林远在任何场景里都不能提起他的妹妹苏晴。" * 75)
+    result = await project.assemble("第一章.md", 2000)
+    assert any(w.startswith("CONTEXT_RULES_TRUNCATED") for w in result["warnings"])
+    assert result["layers"]["immediate"]["tokens"] > 0
+    assert chapter[1960:2000] in result["prompt"]
+    assert result["tokenCount"] <= result["budget"]["total"]
+    assert result["budget"]["total"] - result["tokenCount"] < 40  # the room went to the window
+
+
 async def test_concurrent_assembly_backpressure(rpc: RpcClient, tmp_path: Path) -> None:
     """「并发组装背压」：同一文档同时有 20 个组装请求，超过并发上限 4。
 
