@@ -57,7 +57,8 @@ def _no_on_close(callback: Callable[[], None]) -> Callable[[], None]:
     return _nothing
 
 
-async def _room_at_once() -> bool:
+async def room_at_once() -> bool:
+    """A :data:`Room` that never waits (no transport holds the replies)."""
     return True
 
 
@@ -76,7 +77,7 @@ class Peer:
     on_close: OnClose = _no_on_close
     # Awaited between a handler's result and its reply's text: a result is cheap to hold (a document
     # read shares the text kept for it), the JSON of its reply is not, so it is made only with room.
-    room: Room = _room_at_once
+    room: Room = room_at_once
 
 
 @dataclass(frozen=True, slots=True)

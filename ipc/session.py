@@ -38,7 +38,7 @@ from typing import Annotated, Any, TypeVar
 import structlog
 from pydantic import StringConstraints
 
-from ipc.context import CallContext, Peer, Role, Room
+from ipc.context import CallContext, Peer, Role, Room, room_at_once
 from ipc.dispatch import Dispatcher, bind_model
 from ipc.errors import (
     BatchTooLarge,
@@ -138,10 +138,6 @@ def _always_free() -> bool:
     return False
 
 
-async def _room_at_once() -> bool:
-    return True
-
-
 async def _admit_at_once() -> None:
     return None
 
@@ -173,7 +169,7 @@ class Session:
         limits: SessionLimits | None = None,
         congested: Callable[[], bool] = _always_free,
         admit: Admit = _admit_at_once,
-        room: Room = _room_at_once,
+        room: Room = room_at_once,
     ) -> None:
         self._dispatcher = dispatcher
         self._send = send

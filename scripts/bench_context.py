@@ -12,8 +12,9 @@ Chinese prose mixed with English, with the cursor near its end. In-process
 the 200 candidates are engine ``Item``\\ s in the novel profile's Retrieved
 section (part ``passages``, each with a score), so the engine is measured
 without the retrieval index; through the JSON-RPC methods and over the
-websocket they are 200 episodic memories instead (of which the memory
-provider ranks the newest 50), beside whatever the index finds.
+websocket they are 200 episodic memories instead (the memory provider ranks
+the newest ``EPISODES_CONSIDERED``: 200 since 2026-12-02, 50 before), beside
+whatever the index finds.
 
 Phases, in order (latency per call, reported in ms as p50/p95/p99):
 

@@ -154,15 +154,12 @@ def keep_sentences(text: str, max_tokens: int, count: Count) -> str:
             while j < len(text) and text[j] in _CLOSERS and not text[j].isspace():
                 j += 1
             ends.append(j)
-    # Counts grow with the prefix (near enough: the check below keeps the answer within budget).
-    lo, hi = 0, len(ends)  # the first lo ends fit
+    # Counts grow with the prefix (near enough: a prefix is kept only once counted within budget).
+    lo, hi = 0, len(ends)  # the prefix to the lo-th end fits (none: the empty one)
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if count(text[:ends[mid - 1]]) <= max_tokens:
             lo = mid
         else:
             hi = mid - 1
-    for k in range(lo, 0, -1):
-        if count(text[:ends[k - 1]]) <= max_tokens:
-            return text[:ends[k - 1]]
-    return ""
+    return text[:ends[lo - 1]] if lo else ""

@@ -97,6 +97,7 @@ class _Project:
     stop: threading.Event = field(default_factory=threading.Event)
 
     retry_after: float = 0.0  # seconds before a failed pass is tried again (0: none failed)
+    retrying: bool = False  # a retry is waiting to wake the worker
 
     def schedule(self, documents: Iterable[str] | None, *, wake: bool = True) -> None:
         if documents is None or self.pending is None:
@@ -352,7 +353,9 @@ class Retrieval:
                 project.verify = True
                 project.schedule(only, wake=False)  # still waiting: index:status says so
                 project.retry_after = min(max(project.retry_after * 2, RETRY_FIRST_S), RETRY_MOST_S)
-                self._spawn(self._retry(project, project.retry_after))
+                if not project.retrying:  # one timer a project, however many passes fail meanwhile
+                    project.retrying = True
+                    self._spawn(self._retry(project, project.retry_after))
                 _log.warning("retrieval.index_failed", project_id=project.project_id,
                              exc_type=type(exc).__name__, retry_s=project.retry_after)
             if self._max_open is not None and len(self._projects) > self._max_open:
@@ -362,8 +365,11 @@ class Retrieval:
     async def _retry(self, project: _Project, delay: float) -> None:
         """Wake the project's worker for the documents a failed pass left waiting (a store that
         comes back is used without another change), unless a change woke it first."""
-        await asyncio.sleep(delay)
-        project.wake.set()
+        try:
+            await asyncio.sleep(delay)
+            project.wake.set()
+        finally:
+            project.retrying = False
 
     async def _pass(self, project: _Project, only: set[str] | None) -> SyncReport:
         project.queued += 1  # busy while it waits for the pass before it, too

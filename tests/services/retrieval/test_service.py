@@ -359,10 +359,13 @@ async def test_a_pass_that_fails_keeps_its_documents_waiting_and_is_tried_again(
                                                encoding="utf-8")
         retrieval.document_written("p1", "卷一/第07章.md")
         await asyncio.wait_for(failed.wait(), 30)
-        for _ in range(100):  # the failed pass hands its documents back as it ends
+        for _ in range(3000):  # the failed pass hands its documents back as it ends
             if not retrieval._projects["p1"].lock.locked():
                 break
             await asyncio.sleep(0.01)
+        else:
+            pytest.fail("the failed pass never ended")
+        assert retrieval._projects["p1"].pending  # its document waits for the next pass
         assert (await retrieval.status("p1")).indexing
     await retrieval.wait_idle("p1", timeout=30)
     hits = await retrieval.search("p1", "失踪船长的航海日志", mode="lexical")
